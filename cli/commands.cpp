@@ -1,0 +1,51 @@
+#include "cli/commands.hpp"
+
+#include <fmt/format.h>
+
+#include "opprof/metrics/metric_set.hpp"
+
+namespace opprof::cli {
+namespace {
+
+struct MetricsOptions {
+  std::string file;
+  std::string chip = "gh100";
+  bool check = false;
+};
+
+int run_metrics(const MetricsOptions& o) {
+  MetricSet set = load_metric_set(o.file).for_chip(o.chip);
+  if (o.check) {
+    MetricCatalog cat = builtin_metric_catalog(o.chip);
+    if (cat.entries.empty()) {
+      fmt::print(stderr, "opprof: no built-in ncu metric catalog for chip '{}'\n", o.chip);
+      return 2;
+    }
+    auto problems = validate_metric_names(set, cat);
+    for (const auto& p : problems) fmt::print(stderr, "{}\n", p);
+    if (!problems.empty()) return 2;
+    fmt::print("{} metrics of {} are valid for {}\n", set.metrics.size(), set.source, o.chip);
+    return 0;
+  }
+  for (const auto& m : set.metrics)
+    fmt::print("{:<72} {:<6} {:<10} {}\n", m.name, to_string(m.aggregate), m.axis, m.reason);
+  return 0;
+}
+
+MetricsOptions g_metrics;
+
+}  // namespace
+
+void register_commands(CLI::App& app) {
+  auto* metrics = app.add_subcommand("metrics", "List the ncu metric set (or check it against a chip's catalog)");
+  metrics->add_option("--metrics", g_metrics.file, "Metric-set file (default: the built-in set)");
+  metrics->add_option("--chip", g_metrics.chip, "ncu chip name (gh100, ga100, ...)")->capture_default_str();
+  metrics->add_flag("--check", g_metrics.check, "Validate every name against the chip's ncu metric catalog");
+}
+
+int run_selected(CLI::App& app) {
+  if (app.got_subcommand("metrics")) return run_metrics(g_metrics);
+  return 2;
+}
+
+}  // namespace opprof::cli

@@ -1,0 +1,47 @@
+#pragma once
+// Matches ncu's replayed kernels to timeline kernels by invocation order within a kernel identity.
+// Never by timestamps (ncu runs in another process and clock) and never by substring.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opprof/ingest/ncu_csv.hpp"
+#include "opprof/timeline/timeline.hpp"
+
+namespace opprof {
+
+// The base function name of a kernel, identical across the three spellings that reach us:
+// a mangled name (_Z...), torch.profiler's demangling and ncu's demangling. Return type, template
+// arguments and the parameter list are dropped; "(anonymous namespace)" and "<unnamed>" agree.
+//   "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)" -> "cutlass::Kernel2"
+//   "triton_poi_fused_add_0" -> "triton_poi_fused_add_0"
+std::string kernel_base_name(std::string_view name);
+
+struct KernelIdentity {
+  std::string base_name;
+  Dim3 grid;
+  Dim3 block;
+  bool operator==(const KernelIdentity&) const = default;
+};
+
+struct NcuMatch {
+  // Parallel to Timeline::kernels: the matched ncu row, kNoIndex when none (memcpy/memset are never matched).
+  std::vector<std::uint32_t> ncu_row_for_kernel;
+  // Parallel to NcuTable rows: the matched timeline kernel, kNoIndex when none.
+  std::vector<std::uint32_t> kernel_for_ncu_row;
+  std::size_t matched = 0;
+  std::vector<std::uint32_t> unmatched_rows;     // ncu rows without a kernel
+  std::vector<std::uint32_t> unmatched_kernels;  // timeline kernels (kind kernel) without a row
+  std::size_t grid_block_disagreements = 0;      // matched pairs whose grid or block differ (should be 0)
+  bool used_mangled_names = false;               // identity compared exact mangled names on both sides
+  std::vector<std::string> notes;                // how divergences were aligned, one line each
+};
+
+// Timeline kernels are taken in launch order (the launch's CPU timestamp, else the kernel's start),
+// per process. Where the two identity sequences diverge they are aligned (longest common subsequence
+// by Myers' diff) and every row and kernel left over is reported. Throws InputError when the CSV
+// cannot belong to this capture (fewer than half of either side would match).
+NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu);
+
+}  // namespace opprof

@@ -1,0 +1,81 @@
+#pragma once
+// Aggregation of matched ncu counters per operator, module and kernel family, derived figures, and a
+// bottleneck class per group; and the coverage figures of an attribution.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "opprof/attribute/attribution.hpp"
+#include "opprof/ingest/ncu_csv.hpp"
+#include "opprof/match/ncu_match.hpp"
+#include "opprof/metrics/metric_set.hpp"
+#include "opprof/timeline/timeline.hpp"
+
+namespace opprof {
+
+// Counters per timeline kernel: values[kernel * metrics.size() + m], NaN where the kernel has no ncu row
+// or the row lacks the metric.
+struct KernelMetrics {
+  std::vector<MetricSpec> metrics;       // the metric set's metrics present in the CSV
+  std::vector<std::string> missing;      // metric set entries the CSV lacks
+  std::vector<std::string> units;        // per metric, from the CSV
+  std::vector<double> values;
+  std::size_t kernels = 0;
+  double value(std::size_t kernel, std::size_t m) const { return values[kernel * metrics.size() + m]; }
+};
+KernelMetrics collect_kernel_metrics(const Timeline& tl, const NcuTable& ncu, const NcuMatch& match,
+                                     const MetricSet& set);
+
+enum class GroupBy : std::uint8_t { kOperator = 0, kModule = 1, kFamily = 2 };
+const char* to_string(GroupBy g);
+
+struct GroupStats {
+  std::string key;                 // operator name, module path or kernel family
+  std::string fused_ops;           // operators only: the ATen ops an Inductor kernel fuses
+  std::uint64_t kernels = 0;       // kernel launches
+  std::int64_t time_ns = 0;        // sum of timeline durations
+  double time_share = 0;           // of all kernel time
+  std::int64_t counted_time_ns = 0;  // timeline time of the kernels that have counters
+  std::vector<double> metric;      // per KernelMetrics::metrics, aggregated; NaN when no counters
+  double dram_bytes = -1;          // derived: read + write, -1 when unknown
+  double dram_bandwidth_gbps = -1; // derived: DRAM bytes / ncu duration
+  double flops = -1;               // derived: 2*FFMA + FADD + FMUL (+ 2*DFMA + ...), -1 when unknown
+  double arithmetic_intensity = -1;  // flops / DRAM byte
+  std::string bottleneck;          // class (see classify_bottleneck)
+  std::string bottleneck_why;      // the figures behind it
+};
+
+struct Aggregates {
+  std::vector<GroupStats> operators;  // sorted by time, largest first
+  std::vector<GroupStats> modules;
+  std::vector<GroupStats> families;
+};
+Aggregates aggregate(const Timeline& tl, const AttributionTable& attr, const KernelMetrics& km);
+
+struct UnattributedGroup {
+  std::string family;
+  std::string reason;
+  std::uint64_t kernels = 0;
+  std::int64_t time_ns = 0;
+};
+
+struct Coverage {
+  std::int64_t kernel_time_ns = 0;          // kind kernel only
+  std::uint64_t kernels = 0;
+  std::int64_t attributed_ns = 0;           // kernel time with an operator
+  std::int64_t module_attributed_ns = 0;    // kernel time with a module path
+  std::int64_t opaque_ns = 0;               // kernel time inside opaque library backends
+  std::int64_t by_path_ns[4] = {0, 0, 0, 0};  // indexed by AttributionPath
+  std::vector<UnattributedGroup> unattributed;  // by family and reason, largest first
+  std::vector<std::pair<std::string, std::int64_t>> opaque_backends;  // backend -> time
+  // ncu matching
+  bool has_ncu = false;
+  std::size_t ncu_rows = 0, ncu_matched = 0, ncu_unmatched_rows = 0, ncu_unmatched_kernels = 0;
+  std::size_t ncu_grid_block_disagreements = 0;
+
+  double pct(std::int64_t ns) const { return kernel_time_ns > 0 ? 100.0 * double(ns) / double(kernel_time_ns) : 0.0; }
+};
+Coverage compute_coverage(const Timeline& tl, const AttributionTable& attr, const NcuMatch* match,
+                          std::size_t ncu_rows);
+
+}  // namespace opprof

@@ -1,0 +1,200 @@
+#include "opprof/metrics/metric_set.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include "opprof/util/embedded.hpp"
+#include "opprof/util/error.hpp"
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+
+const char* to_string(Aggregate a) {
+  switch (a) {
+    case Aggregate::kSum: return "sum";
+    case Aggregate::kWeightedMean: return "wmean";
+    case Aggregate::kMax: return "max";
+  }
+  return "sum";
+}
+
+MetricSet MetricSet::for_chip(std::string_view chip) const {
+  MetricSet out;
+  out.source = source;
+  for (const auto& m : metrics)
+    if (m.arch == "*") out.metrics.push_back(m);
+  for (const auto& m : metrics) {
+    if (m.arch == "*" || m.arch != chip) continue;
+    auto it = std::find_if(out.metrics.begin(), out.metrics.end(),
+                           [&](const MetricSpec& x) { return !m.replaces.empty() && x.name == m.replaces; });
+    if (it != out.metrics.end())
+      *it = m;
+    else
+      out.metrics.push_back(m);
+  }
+  return out;
+}
+
+std::vector<std::string> MetricSet::names() const {
+  std::vector<std::string> out;
+  out.reserve(metrics.size());
+  for (const auto& m : metrics) out.push_back(m.name);
+  return out;
+}
+
+const MetricSpec* MetricSet::find(std::string_view name) const {
+  for (const auto& m : metrics)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+MetricSet parse_metric_set(std::string_view text, const std::string& source) {
+  MetricSet set;
+  set.source = source;
+  std::uint32_t line_no = 0;
+  for (std::string_view line : split_lines(text)) {
+    ++line_no;
+    std::string_view t = trim(line);
+    if (t.empty() || t.front() == '#') continue;
+    auto cols = split(line, '\t');
+    auto at = [&](std::size_t i) { return i < cols.size() ? std::string(trim(cols[i])) : std::string(); };
+    InputPosition pos{line_no, 1, 0, true};
+    if (cols.size() < 3)
+      throw InputError(source, "expected tab-separated columns: metric, aggregate, axis[, arch, replaces, reason]", pos);
+    MetricSpec m;
+    m.name = at(0);
+    m.line = line_no;
+    std::string agg = at(1);
+    if (agg == "sum")
+      m.aggregate = Aggregate::kSum;
+    else if (agg == "wmean")
+      m.aggregate = Aggregate::kWeightedMean;
+    else if (agg == "max")
+      m.aggregate = Aggregate::kMax;
+    else
+      throw InputError(source, fmt::format("unknown aggregate '{}' for {} (expected sum, wmean or max)", agg, m.name), pos);
+    m.axis = at(2);
+    m.arch = at(3).empty() ? "*" : at(3);
+    m.replaces = at(4);
+    m.reason = at(5);
+    if (m.name.empty() || m.name.find_first_of(" ,\"") != std::string::npos)
+      throw InputError(source, fmt::format("bad metric name '{}'", m.name), pos);
+    if (set.find(m.name) && m.arch == "*")
+      throw InputError(source, fmt::format("metric {} is listed twice", m.name), pos);
+    set.metrics.push_back(std::move(m));
+  }
+  if (set.metrics.empty()) throw InputError(source, "the metric set names no metric");
+  return set;
+}
+
+MetricSet default_metric_set() { return parse_metric_set(embedded_file("metrics_default.tsv"), "<built-in>"); }
+
+MetricSet load_metric_set(const std::string& path) {
+  if (path.empty()) return default_metric_set();
+  return parse_metric_set(read_file(path), path);
+}
+
+const MetricCatalog::Entry* MetricCatalog::find(std::string_view base) const {
+  auto it = std::lower_bound(entries.begin(), entries.end(), base,
+                             [](const Entry& e, std::string_view b) { return e.base < b; });
+  if (it != entries.end() && it->base == base) return &*it;
+  return nullptr;
+}
+
+MetricCatalog parse_metric_catalog(std::string_view text, const std::string& source, const std::string& chip) {
+  MetricCatalog cat;
+  cat.chip = chip;
+  for (std::string_view line : split_lines(text)) {
+    if (trim(line).empty() || line.front() == '#') continue;
+    std::vector<std::string_view> cols;
+    if (line.front() == '"') {  // ncu's own CSV: "name","type","unit","description",...
+      cols = split(line, ',');
+      for (auto& c : cols) c = trim(c, "\" ");
+    } else {
+      cols = split(line, '\t');
+    }
+    if (cols.size() < 2 || cols[0] == "Metric name") continue;
+    std::string base(cols[0]);
+    // Grouped names ("CTC.TriageCompute.ctc__rx_bytes") are collected under their last part.
+    if (auto dot = base.rfind('.'); dot != std::string::npos) base = base.substr(dot + 1);
+    cat.entries.push_back({base, std::string(cols[1]), cols.size() > 2 ? std::string(cols[2]) : std::string()});
+  }
+  if (cat.entries.empty()) throw InputError(source, "no metric in the catalog");
+  std::sort(cat.entries.begin(), cat.entries.end(), [](const auto& a, const auto& b) { return a.base < b.base; });
+  return cat;
+}
+
+MetricCatalog builtin_metric_catalog(std::string_view chip) {
+  std::string file = fmt::format("ncu_catalog_{}.tsv", chip);
+  std::string_view text = embedded_file(file);
+  if (text.empty()) return MetricCatalog{std::string(chip), {}};
+  return parse_metric_catalog(text, "<built-in " + file + ">", std::string(chip));
+}
+
+std::string chip_for_device(std::string_view device_name, int major, int minor) {
+  int cc = major * 10 + minor;
+  switch (cc) {
+    case 70: return "gv100";
+    case 75: return "tu102";
+    case 80: return "ga100";
+    case 86:
+    case 87: return "ga102";
+    case 89: return "ad102";
+    case 90: return "gh100";
+    case 100: return "gb100";
+    case 120: return "gb202";
+    default: break;
+  }
+  // No compute capability: go by the marketing name.
+  if (contains(device_name, "H100") || contains(device_name, "H200") || contains(device_name, "H800")) return "gh100";
+  if (contains(device_name, "A100") || contains(device_name, "A800") || contains(device_name, "A30")) return "ga100";
+  return "";
+}
+
+namespace {
+constexpr std::array kCounterRollups = {"sum", "avg", "min", "max"};
+constexpr std::array kRatioRollups = {"ratio", "pct", "max_rate"};
+constexpr std::array kSubmetrics = {"pct_of_peak_sustained_active",  "pct_of_peak_sustained_elapsed",
+                                    "pct_of_peak_sustained_region",  "pct_of_peak_sustained_frame",
+                                    "peak_sustained",                "peak_sustained_active",
+                                    "peak_sustained_elapsed",        "peak_sustained_region",
+                                    "peak_sustained_frame",          "per_second",
+                                    "per_cycle_active",              "per_cycle_elapsed",
+                                    "per_cycle_in_region",           "per_cycle_in_frame",
+                                    "pct_of_peak_burst_active",      "pct_of_peak_burst_elapsed"};
+template <std::size_t N>
+bool one_of(std::string_view s, const std::array<const char*, N>& set) {
+  return std::any_of(set.begin(), set.end(), [&](const char* x) { return s == x; });
+}
+}  // namespace
+
+std::vector<std::string> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog) {
+  std::vector<std::string> problems;
+  for (const auto& m : set.metrics) {
+    if (m.arch != "*" && m.arch != catalog.chip) continue;
+    if (starts_with(m.name, "launch__") || starts_with(m.name, "device__attribute_")) continue;
+    auto parts = split(m.name, '.');
+    const auto* entry = catalog.find(parts[0]);
+    std::string where = fmt::format("{}:{}: {}", set.source, m.line, m.name);
+    if (!entry) {
+      problems.push_back(fmt::format("{}: unknown metric for {} (not in its ncu catalog)", where, catalog.chip));
+      continue;
+    }
+    if (parts.size() < 2) {
+      problems.push_back(fmt::format("{}: needs a rollup suffix (.sum, .avg, .pct, ...)", where));
+      continue;
+    }
+    bool ratio = entry->type == "Ratio";
+    bool rollup_ok = ratio ? one_of(parts[1], kRatioRollups) : one_of(parts[1], kCounterRollups);
+    bool sub_ok = parts.size() < 3 || (parts.size() == 3 && one_of(parts[2], kSubmetrics));
+    if (!rollup_ok || !sub_ok)
+      problems.push_back(fmt::format("{}: suffix not valid for a {} metric", where, entry->type));
+  }
+  return problems;
+}
+
+}  // namespace opprof

@@ -1,0 +1,52 @@
+#include "opprof/timeline/string_table.hpp"
+
+#include <cstring>
+
+namespace opprof {
+namespace {
+constexpr std::size_t kChunkBytes = 1 << 20;
+}
+
+StringTable::StringTable() {
+  views_.emplace_back();
+  index_.emplace(std::string_view(), kNoString);
+}
+StringTable::StringTable(StringTable&&) noexcept = default;
+StringTable& StringTable::operator=(StringTable&&) noexcept = default;
+StringTable::~StringTable() = default;
+
+std::string_view StringTable::store(std::string_view text) {
+  if (text.size() > kChunkBytes / 4) {  // large strings get a chunk of their own
+    auto chunk = std::make_unique<char[]>(text.size());
+    std::memcpy(chunk.get(), text.data(), text.size());
+    std::string_view stored(chunk.get(), text.size());
+    chunks_.insert(chunks_.begin(), std::move(chunk));  // keep the current small-string chunk last
+    return stored;
+  }
+  if (chunks_.empty() || chunk_used_ + text.size() > chunk_size_) {
+    chunks_.push_back(std::make_unique<char[]>(kChunkBytes));
+    chunk_used_ = 0;
+    chunk_size_ = kChunkBytes;
+  }
+  char* dst = chunks_.back().get() + chunk_used_;
+  std::memcpy(dst, text.data(), text.size());
+  chunk_used_ += text.size();
+  return {dst, text.size()};
+}
+
+StrId StringTable::intern(std::string_view text) {
+  if (auto it = index_.find(text); it != index_.end()) return it->second;
+  std::string_view stored = store(text);
+  bytes_ += text.size();
+  auto id = static_cast<StrId>(views_.size());
+  views_.push_back(stored);
+  index_.emplace(stored, id);
+  return id;
+}
+
+StrId StringTable::find(std::string_view text) const {
+  auto it = index_.find(text);
+  return it == index_.end() ? kNoString : it->second;
+}
+
+}  // namespace opprof

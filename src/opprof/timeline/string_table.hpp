@@ -1,0 +1,48 @@
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace opprof {
+
+// Index of an interned string. 0 is the empty string, which also stands for "unknown".
+using StrId = std::uint32_t;
+inline constexpr StrId kNoString = 0;
+
+// Interns strings: each distinct text is stored once, in stable arena chunks, and named by a dense id.
+class StringTable {
+ public:
+  StringTable();
+  StringTable(const StringTable&) = delete;
+  StringTable& operator=(const StringTable&) = delete;
+  StringTable(StringTable&&) noexcept;
+  StringTable& operator=(StringTable&&) noexcept;
+  ~StringTable();
+
+  StrId intern(std::string_view text);
+  // The id of text when it was interned before, else kNoString.
+  StrId find(std::string_view text) const;
+  std::string_view view(StrId id) const { return views_[id]; }
+  std::size_t size() const { return views_.size(); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::string_view store(std::string_view text);
+
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  std::size_t chunk_used_ = 0;
+  std::size_t chunk_size_ = 0;
+  std::size_t bytes_ = 0;
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StrId, Hash, std::equal_to<>> index_;
+};
+
+}  // namespace opprof

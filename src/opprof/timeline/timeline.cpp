@@ -1,0 +1,59 @@
+#include "opprof/timeline/timeline.hpp"
+
+namespace opprof {
+
+const char* to_string(RangeKind k) {
+  switch (k) {
+    case RangeKind::kOperator: return "operator";
+    case RangeKind::kModule: return "module";
+    case RangeKind::kAnnotation: return "annotation";
+    case RangeKind::kCompiledRegion: return "compiled_region";
+    case RangeKind::kCaptureWindow: return "capture_window";
+    case RangeKind::kOther: return "other";
+  }
+  return "other";
+}
+
+void KernelTable::reserve(std::size_t n) {
+  kind.reserve(n); name.reserve(n); mangled.reserve(n); pid.reserve(n); device.reserve(n);
+  context.reserve(n); stream.reserve(n); start_ns.reserve(n); end_ns.reserve(n); grid.reserve(n);
+  block.reserve(n); correlation.reserve(n); external_id.reserve(n); graph_id.reserve(n);
+  graph_node.reserve(n); registers_per_thread.reserve(n); shared_mem_bytes.reserve(n); bytes.reserve(n);
+}
+
+std::size_t KernelTable::add(ActivityKind k, StrId kernel_name, std::uint32_t dev, std::uint32_t strm,
+                             std::int64_t start, std::int64_t end) {
+  kind.push_back(k); name.push_back(kernel_name); mangled.push_back(kNoString); pid.push_back(0);
+  device.push_back(dev); context.push_back(0); stream.push_back(strm); start_ns.push_back(start);
+  end_ns.push_back(end); grid.emplace_back(); block.emplace_back(); correlation.push_back(kNoCorrelation);
+  external_id.push_back(0); graph_id.push_back(kNoGraph); graph_node.push_back(0);
+  registers_per_thread.push_back(0); shared_mem_bytes.push_back(0); bytes.push_back(0);
+  return name.size() - 1;
+}
+
+void LaunchTable::reserve(std::size_t n) {
+  api.reserve(n); pid.reserve(n); tid.reserve(n); cpu_start_ns.reserve(n); cpu_end_ns.reserve(n);
+  correlation.reserve(n); external_id.reserve(n);
+}
+
+std::size_t LaunchTable::add(StrId api_name, std::uint32_t process, std::uint64_t thread, std::int64_t start,
+                             std::int64_t end, std::uint64_t corr) {
+  api.push_back(api_name); pid.push_back(process); tid.push_back(thread); cpu_start_ns.push_back(start);
+  cpu_end_ns.push_back(end); correlation.push_back(corr); external_id.push_back(0);
+  return api.size() - 1;
+}
+
+void RangeTable::reserve(std::size_t n) {
+  kind.reserve(n); scope.reserve(n); text.reserve(n); domain.reserve(n); pid.reserve(n); owner.reserve(n);
+  device.reserve(n); start_ns.reserve(n); end_ns.reserve(n); external_id.reserve(n); depth.reserve(n);
+}
+
+std::size_t RangeTable::add(RangeKind k, RangeScope s, StrId txt, StrId dom, std::uint32_t process,
+                            std::uint64_t own, std::int64_t start, std::int64_t end) {
+  kind.push_back(k); scope.push_back(s); text.push_back(txt); domain.push_back(dom); pid.push_back(process);
+  owner.push_back(own); device.push_back(0); start_ns.push_back(start); end_ns.push_back(end);
+  external_id.push_back(0); depth.push_back(-1);
+  return text.size() - 1;
+}
+
+}  // namespace opprof

@@ -1,0 +1,118 @@
+#pragma once
+// The event model every timeline source fills and the attribution engine reads: GPU activities
+// (kernels, memcpy, memset), the CPU-side API calls that launched them, and named ranges (operators,
+// modules, annotations) on CPU threads or GPU streams. Columns, not objects: each table is a set of
+// parallel vectors indexed by row, with strings interned in one StringTable.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "opprof/timeline/string_table.hpp"
+
+namespace opprof {
+
+struct Dim3 {
+  std::uint32_t x = 0, y = 0, z = 0;
+  bool operator==(const Dim3&) const = default;
+  bool known() const { return x != 0; }
+};
+
+enum class ActivityKind : std::uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+
+inline constexpr std::uint64_t kNoCorrelation = 0;
+inline constexpr std::uint64_t kNoGraph = 0;
+inline constexpr std::uint32_t kNoIndex = 0xffffffffu;
+
+// One row per GPU activity. Times are nanoseconds on the trace's own clock.
+struct KernelTable {
+  std::vector<ActivityKind> kind;
+  std::vector<StrId> name;      // as the source printed it (demangled for torch.profiler)
+  std::vector<StrId> mangled;   // kNoString when the source gave none
+  std::vector<std::uint32_t> pid;  // process that launched it
+  std::vector<std::uint32_t> device;
+  std::vector<std::uint32_t> context;
+  std::vector<std::uint32_t> stream;
+  std::vector<std::int64_t> start_ns;
+  std::vector<std::int64_t> end_ns;
+  std::vector<Dim3> grid;
+  std::vector<Dim3> block;
+  std::vector<std::uint64_t> correlation;  // kNoCorrelation when unknown
+  std::vector<std::uint64_t> external_id;  // the framework's id of the launching op, 0 when unknown
+  std::vector<std::uint64_t> graph_id;     // CUDA graph id, kNoGraph when not launched by a graph
+  std::vector<std::uint64_t> graph_node;   // CUDA graph node id, 0 when unknown
+  std::vector<std::uint32_t> registers_per_thread;
+  std::vector<std::uint32_t> shared_mem_bytes;  // static + dynamic per block
+  std::vector<std::uint64_t> bytes;             // memcpy/memset size, 0 for kernels
+
+  std::size_t size() const { return name.size(); }
+  std::int64_t duration_ns(std::size_t i) const { return end_ns[i] - start_ns[i]; }
+  void reserve(std::size_t n);
+  // Appends a row with every column defaulted except the ones given; returns its index.
+  std::size_t add(ActivityKind k, StrId kernel_name, std::uint32_t dev, std::uint32_t strm,
+                  std::int64_t start, std::int64_t end);
+};
+
+// One row per CPU-side API call that launched GPU work (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync, ...).
+struct LaunchTable {
+  std::vector<StrId> api;
+  std::vector<std::uint32_t> pid;
+  std::vector<std::uint64_t> tid;
+  std::vector<std::int64_t> cpu_start_ns;
+  std::vector<std::int64_t> cpu_end_ns;
+  std::vector<std::uint64_t> correlation;
+  std::vector<std::uint64_t> external_id;
+
+  std::size_t size() const { return api.size(); }
+  void reserve(std::size_t n);
+  std::size_t add(StrId api_name, std::uint32_t process, std::uint64_t thread, std::int64_t start,
+                  std::int64_t end, std::uint64_t corr);
+};
+
+// What a range means to attribution.
+enum class RangeKind : std::uint8_t {
+  kOperator = 0,        // a framework operator (aten::mm, an Inductor kernel's launcher, ...)
+  kModule = 1,          // an nn.Module call; text is the module path (h.3.attn.c_attn)
+  kAnnotation = 2,      // a user or library annotation (record_function, NVTX push/pop)
+  kCompiledRegion = 3,  // a compiled graph's call ("## Call CompiledFxGraph <hash> ##")
+  kCaptureWindow = 4,   // the profiled window
+  kOther = 5,           // framework bookkeeping that attributes nothing (profiler spans, python frames)
+};
+const char* to_string(RangeKind k);
+
+enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
+
+// One row per named interval, on a CPU thread (owner = tid) or projected onto a GPU stream
+// (owner = stream, device set).
+struct RangeTable {
+  std::vector<RangeKind> kind;
+  std::vector<RangeScope> scope;
+  std::vector<StrId> text;
+  std::vector<StrId> domain;  // NVTX domain or the trace's category ("cpu_op", "user_annotation")
+  std::vector<std::uint32_t> pid;
+  std::vector<std::uint64_t> owner;  // tid for thread ranges, stream for stream ranges
+  std::vector<std::uint32_t> device;
+  std::vector<std::int64_t> start_ns;
+  std::vector<std::int64_t> end_ns;
+  std::vector<std::uint64_t> external_id;
+  std::vector<std::int32_t> depth;  // nesting depth among ranges of the same owner; -1 until computed
+
+  std::size_t size() const { return text.size(); }
+  void reserve(std::size_t n);
+  std::size_t add(RangeKind k, RangeScope s, StrId txt, StrId dom, std::uint32_t process, std::uint64_t own,
+                  std::int64_t start, std::int64_t end);
+};
+
+// A whole capture: what a reader produced. metadata holds facts about the capture (source format,
+// GPU name, clocks, torch version) as key/value text.
+struct Timeline {
+  StringTable strings;
+  KernelTable kernels;
+  LaunchTable launches;
+  RangeTable ranges;
+  std::map<std::string, std::string> metadata;
+
+  std::string_view str(StrId id) const { return strings.view(id); }
+};
+
+}  // namespace opprof

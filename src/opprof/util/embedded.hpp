@@ -1,0 +1,7 @@
+#pragma once
+#include <string_view>
+
+namespace opprof {
+// Bytes of a file from data/ compiled into the library (by base name); empty when there is none.
+std::string_view embedded_file(std::string_view name);
+}  // namespace opprof

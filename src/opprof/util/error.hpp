@@ -1,0 +1,40 @@
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace opprof {
+
+// Where in an input a problem was found. Line and column are 1-based; 0 means unknown.
+struct InputPosition {
+  std::uint64_t line = 0;
+  std::uint64_t column = 0;
+  std::uint64_t byte_offset = 0;
+  bool known = false;
+};
+
+// A problem with a user's input (missing file, malformed JSON/CSV, wrong units, a capture from another
+// window). what() is one line: "<file>:<line>:<col>: <message>" or "<file>: <message>".
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::string message, InputPosition pos = {});
+  const std::string& file() const { return file_; }
+  const std::string& message() const { return message_; }
+  const InputPosition& position() const { return pos_; }
+
+ private:
+  std::string file_;
+  std::string message_;
+  InputPosition pos_;
+};
+
+// A problem with the profile database or another output.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "<what>: <strerror(errno)>", for messages about files the system would not open.
+std::string fmt_errno(const std::string& what);
+
+}  // namespace opprof
