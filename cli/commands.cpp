@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/attribute_command.hpp"
 #include "opprof/metrics/metric_set.hpp"
 
 namespace opprof::cli {
@@ -33,10 +34,12 @@ int run_metrics(const MetricsOptions& o) {
 }
 
 MetricsOptions g_metrics;
+AttributeOptions g_attribute;
 
 }  // namespace
 
 void register_commands(CLI::App& app) {
+  add_attribute_command(app, g_attribute);
   auto* metrics = app.add_subcommand("metrics", "List the ncu metric set (or check it against a chip's catalog)");
   metrics->add_option("--metrics", g_metrics.file, "Metric-set file (default: the built-in set)");
   metrics->add_option("--chip", g_metrics.chip, "ncu chip name (gh100, ga100, ...)")->capture_default_str();
@@ -44,6 +47,7 @@ void register_commands(CLI::App& app) {
 }
 
 int run_selected(CLI::App& app) {
+  if (app.got_subcommand("attribute")) return run_attribute(g_attribute);
   if (app.got_subcommand("metrics")) return run_metrics(g_metrics);
   return 2;
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what building and testing opprof needs on a fresh Debian/Ubuntu machine: the C++ libraries
+# from the distribution, and a Python virtual environment (.venv) with the CPU build of torch for the
+# Python tests. Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(cmake ninja-build g++ pkg-config libsimdjson-dev libsqlite3-dev libcli11-dev libfmt-dev
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3)
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install_deps: apt-get install ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "install_deps: creating .venv" >&2
+    python3 -m venv .venv
+  fi
+  # torch is pinned: an unpinned torch pulls a CUDA build of several GB; the tests need the CPU build only.
+  if ! .venv/bin/python -c "import torch, pytest" 2>/dev/null; then
+    echo "install_deps: pip install torch==2.13.0 pytest (CPU build)" >&2
+    .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" pytest
+  fi
+fi

@@ -1,0 +1,243 @@
+#include "opprof/attribute/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "opprof/attribute/fusion.hpp"
+#include "opprof/attribute/interval_index.hpp"
+#include "opprof/attribute/kernel_family.hpp"
+#include "opprof/attribute/range_indexes.hpp"
+
+namespace opprof {
+
+const char* to_string(AttributionPath p) {
+  switch (p) {
+    case AttributionPath::kNone: return "none";
+    case AttributionPath::kCorrelation: return "correlation";
+    case AttributionPath::kEnclosure: return "enclosure";
+    case AttributionPath::kFusion: return "fusion";
+  }
+  return "none";
+}
+
+const char* to_string(ModuleSource s) {
+  switch (s) {
+    case ModuleSource::kNone: return "none";
+    case ModuleSource::kThreadRange: return "thread_range";
+    case ModuleSource::kStreamRange: return "stream_range";
+    case ModuleSource::kFxProvenance: return "fx_provenance";
+  }
+  return "none";
+}
+
+void AttributionTable::resize(std::size_t n) {
+  path.assign(n, AttributionPath::kNone);
+  confidence.assign(n, 0.0f);
+  op_range.assign(n, kNoIndex);
+  op.assign(n, kNoString);
+  top_op.assign(n, kNoString);
+  module.assign(n, kNoString);
+  module_source.assign(n, ModuleSource::kNone);
+  fused_ops.assign(n, kNoString);
+  fx_nodes.assign(n, kNoString);
+  provenance_handle.assign(n, kNoString);
+  source_line.assign(n, kNoString);
+  family.assign(n, kNoString);
+  reason.assign(n, kNoString);
+  opaque.assign(n, 0);
+  opaque_backend.assign(n, kNoString);
+}
+
+namespace {
+
+// Stream key: device and stream in one integer.
+std::uint64_t stream_key(std::uint32_t device, std::uint64_t stream) { return (std::uint64_t{device} << 48) ^ stream; }
+
+struct StreamIndexes {
+  IntervalIndex ops;      // operator and annotation ranges on the stream
+  IntervalIndex modules;  // module ranges on the stream, native or projected
+  IntervalIndex regions;  // compiled regions on the stream: the coarsest fallback
+};
+
+// Reasons are few fixed texts so that unattributed kernels group by reason in reports.
+constexpr std::string_view kReasonNoCorrelation = "the kernel carries no correlation id and no stream range encloses it";
+constexpr std::string_view kReasonNoLaunch = "no launch record for its correlation id and no stream range encloses it";
+constexpr std::string_view kReasonOutsideOps =
+    "its launch is outside every operator range on the launching thread and no stream range encloses it";
+
+}  // namespace
+
+AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* inductor, const AttributionOptions& opt,
+                                    AttributionNotes* notes) {
+  const KernelTable& k = tl.kernels;
+  const RangeTable& r = tl.ranges;
+  const LaunchTable& l = tl.launches;
+  const std::size_t n = k.size();
+  AttributionTable a;
+  a.resize(n);
+
+  // Per-thread interval indexes of operator, module and region ranges; per-stream ones of stream ranges.
+  const ThreadRangeIndexes threads = build_thread_range_indexes(tl);
+  std::unordered_map<std::uint64_t, StreamIndexes> streams;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r.scope[i] != RangeScope::kStream) continue;
+    auto id = static_cast<std::uint32_t>(i);
+    StreamIndexes& s = streams[stream_key(r.device[i], r.owner[i])];
+    switch (r.kind[i]) {
+      case RangeKind::kOperator:
+      case RangeKind::kAnnotation: s.ops.add(r.start_ns[i], r.end_ns[i], id); break;
+      case RangeKind::kModule: s.modules.add(r.start_ns[i], r.end_ns[i], id); break;
+      case RangeKind::kCompiledRegion: s.regions.add(r.start_ns[i], r.end_ns[i], id); break;
+      default: break;
+    }
+  }
+
+  std::unordered_map<std::uint64_t, std::uint32_t> launch_by_correlation;
+  launch_by_correlation.reserve(l.size());
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (l.correlation[i] != kNoCorrelation) launch_by_correlation.emplace(l.correlation[i], static_cast<std::uint32_t>(i));
+
+  const StrId reason_no_corr = tl.strings.intern(kReasonNoCorrelation);
+  const StrId reason_no_launch = tl.strings.intern(kReasonNoLaunch);
+  const StrId reason_outside = tl.strings.intern(kReasonOutsideOps);
+
+  // Path 1: correlation. Also remembers each kernel's thread module range for the projection below.
+  std::vector<std::uint32_t> launch_of(n, kNoIndex);
+  std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
+  std::unordered_map<std::string_view, StrId> backend_ids;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (k.correlation[i] == kNoCorrelation) {
+      a.reason[i] = reason_no_corr;
+      continue;
+    }
+    auto it = launch_by_correlation.find(k.correlation[i]);
+    if (it == launch_by_correlation.end()) {
+      a.reason[i] = reason_no_launch;
+      continue;
+    }
+    const std::uint32_t li = it->second;
+    launch_of[i] = li;
+    const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
+    if (!th) {
+      a.reason[i] = reason_outside;
+      continue;
+    }
+    const std::int64_t t = l.cpu_start_ns[li];
+    if (const auto* op = th->ops.innermost(t, t)) {
+      a.path[i] = AttributionPath::kCorrelation;
+      a.confidence[i] = 1.0f;
+      a.op_range[i] = op->id;
+      a.op[i] = r.text[op->id];
+      a.top_op[i] = r.text[th->ops.outermost(t, t)->id];
+      th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+        std::string_view backend = opt.opaque.backend_of(tl.str(r.text[iv.id]));
+        if (backend.empty()) return;
+        a.opaque[i] = 1;
+        auto [b, inserted] = backend_ids.emplace(backend, kNoString);
+        if (inserted) b->second = tl.strings.intern(backend);
+        a.opaque_backend[i] = b->second;
+      });
+    } else {
+      a.reason[i] = reason_outside;
+    }
+    if (const auto* mod = th->modules.innermost(t, t)) {
+      a.module[i] = r.text[mod->id];
+      a.module_source[i] = ModuleSource::kThreadRange;
+      thread_module_of[i] = mod->id;
+    }
+  }
+
+  // Project thread module ranges onto the streams their kernels ran on: the GPU-side span of each
+  // (module range, stream) pair becomes a stream range.
+  {
+    struct Span {
+      std::int64_t start, end;
+      std::uint32_t range;
+      std::uint64_t stream;
+    };
+    std::unordered_map<std::uint64_t, std::size_t> span_of;  // (range, stream) -> index in spans
+    std::vector<Span> spans;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (thread_module_of[i] == kNoIndex) continue;
+      std::uint64_t sk = stream_key(k.device[i], k.stream[i]);
+      std::uint64_t key = (std::uint64_t{thread_module_of[i]} * 0x9E3779B97F4A7C15ull) ^ sk;
+      auto [it, inserted] = span_of.emplace(key, spans.size());
+      if (inserted) {
+        spans.push_back({k.start_ns[i], k.end_ns[i], thread_module_of[i], sk});
+      } else {
+        Span& s = spans[it->second];
+        if (s.range != thread_module_of[i] || s.stream != sk) {  // hash collision: keep a span of its own
+          spans.push_back({k.start_ns[i], k.end_ns[i], thread_module_of[i], sk});
+          continue;
+        }
+        s.start = std::min(s.start, k.start_ns[i]);
+        s.end = std::max(s.end, k.end_ns[i]);
+      }
+    }
+    for (const Span& s : spans) streams[s.stream].modules.add(s.start, s.end, s.range);
+  }
+  for (auto& [key, s] : streams) {
+    s.ops.build();
+    s.modules.build();
+    s.regions.build();
+  }
+
+  // Path 2: enclosure, for kernels correlation left without an operator or a module.
+  for (std::size_t i = 0; i < n; ++i) {
+    bool need_op = a.path[i] == AttributionPath::kNone;
+    bool need_module = a.module[i] == kNoString;
+    if (!need_op && !need_module) continue;
+    auto st = streams.find(stream_key(k.device[i], k.stream[i]));
+    if (st == streams.end()) continue;
+    const std::int64_t s0 = k.start_ns[i], s1 = k.end_ns[i];
+    if (need_op) {
+      if (const auto* op = st->second.ops.innermost(s0, s1)) {
+        a.path[i] = AttributionPath::kEnclosure;
+        a.confidence[i] = 0.8f;
+        a.op_range[i] = op->id;
+        a.op[i] = r.text[op->id];
+        a.top_op[i] = r.text[st->second.ops.outermost(s0, s1)->id];
+        a.reason[i] = kNoString;
+      } else if (const auto* region = st->second.regions.innermost(s0, s1)) {
+        // Only the compiled region encloses it: right about where it ran, vague about what it was.
+        a.path[i] = AttributionPath::kEnclosure;
+        a.confidence[i] = 0.3f;
+        a.op_range[i] = region->id;
+        a.op[i] = r.text[region->id];
+        a.reason[i] = kNoString;
+      }
+    }
+    if (need_module) {
+      if (const auto* mod = st->second.modules.innermost(s0, s1)) {
+        a.module[i] = r.text[mod->id];
+        a.module_source[i] = ModuleSource::kStreamRange;
+      }
+    }
+  }
+
+  // Path 3: fusion.
+  if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, a, notes);
+
+  // Families for every activity; memcpy and memset are their own families.
+  std::unordered_map<StrId, StrId> family_of_name;
+  const StrId memcpy_family = tl.strings.intern("[memcpy]");
+  const StrId memset_family = tl.strings.intern("[memset]");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (k.kind[i] == ActivityKind::kMemcpy) {
+      a.family[i] = memcpy_family;
+      continue;
+    }
+    if (k.kind[i] == ActivityKind::kMemset) {
+      a.family[i] = memset_family;
+      continue;
+    }
+    auto [it, inserted] = family_of_name.emplace(k.name[i], kNoString);
+    if (inserted) it->second = tl.strings.intern(kernel_family(tl.str(k.name[i])));
+    a.family[i] = it->second;
+  }
+  return a;
+}
+
+}  // namespace opprof

@@ -1,0 +1,34 @@
+#pragma once
+// The attribution engine: combines the three paths into one AttributionTable.
+//   1. correlation: kernel -> launch (correlation id) -> innermost operator range enclosing the launch on
+//      the launching thread; the innermost module range there gives the module path.
+//   2. enclosure:   kernels without a usable launch fall back to ranges on their GPU stream: ranges the
+//      source put there (gpu_user_annotation, NVTX projected by a tracer) and module ranges projected onto
+//      the stream from the kernels that correlation attributed (per-stream interval indexes).
+//   3. fusion:      inside a compiled region, the region's kernels are aligned with the Inductor wrapper's
+//      calls; a generated kernel gets its fused ATen ops and FX source nodes, and every kernel of the
+//      region (library GEMMs too) gets the module path of its FX nodes.
+#include <string>
+#include <vector>
+
+#include "opprof/attribute/attribution.hpp"
+#include "opprof/attribute/opaque_backends.hpp"
+#include "opprof/ingest/inductor.hpp"
+#include "opprof/timeline/timeline.hpp"
+
+namespace opprof {
+
+struct AttributionOptions {
+  OpaqueBackends opaque = OpaqueBackends::builtin();
+};
+
+struct AttributionNotes {
+  std::vector<std::string> lines;  // how compiled regions were aligned, what could not be, one line each
+};
+
+// Attributes every GPU activity of tl. Interns the strings it makes (module paths, fused-op lists,
+// reasons) into tl.strings and changes nothing else in tl. inductor may be null.
+AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* inductor, const AttributionOptions& opt,
+                                    AttributionNotes* notes = nullptr);
+
+}  // namespace opprof

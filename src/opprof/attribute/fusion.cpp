@@ -1,0 +1,345 @@
+#include "opprof/attribute/fusion.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+
+std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector<std::string_view>& a,
+                                                                const std::vector<std::string_view>& b,
+                                                                std::size_t max_cells) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  const std::size_t n = a.size(), m = b.size();
+  if (n == 0 || m == 0) return out;
+  if ((n + 1) * (m + 1) > max_cells) {
+    // Too large for the table: match each a in order with the next equal b.
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < n && j < m; ++i) {
+      std::size_t jj = j;
+      while (jj < m && b[jj] != a[i]) ++jj;
+      if (jj < m) {
+        out.emplace_back(i, jj);
+        j = jj + 1;
+      }
+    }
+    return out;
+  }
+  // Suffix LCS lengths, then a forward walk that prefers matches: yields the earliest alignment.
+  std::vector<std::uint32_t> len((n + 1) * (m + 1), 0);
+  auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return len[i * (m + 1) + j]; };
+  for (std::size_t i = n; i-- > 0;)
+    for (std::size_t j = m; j-- > 0;)
+      at(i, j) = a[i] == b[j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+  std::size_t i = 0, j = 0;
+  while (i < n && j < m) {
+    if (a[i] == b[j] && at(i, j) == at(i + 1, j + 1) + 1) {
+      out.emplace_back(i, j);
+      ++i;
+      ++j;
+    } else if (at(i + 1, j) >= at(i, j + 1)) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kCallGraphPrefix = "## Call CompiledFxGraph ";
+constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";
+
+std::string_view graph_hash_of(std::string_view region_text) {
+  if (!starts_with(region_text, kCallGraphPrefix)) return {};
+  std::string_view rest = region_text.substr(kCallGraphPrefix.size());
+  auto sp = rest.find(' ');
+  return rest.substr(0, sp);
+}
+
+// What one wrapper call says about the kernels it launched, resolved once per (graph, call).
+struct CallProvenance {
+  StrId handle = kNoString;
+  StrId fused_ops = kNoString;
+  StrId fx_nodes = kNoString;
+  StrId module = kNoString;
+  StrId source_line = kNoString;
+  bool generated = false;  // a kernel Inductor generated (Triton/C++), as opposed to a library call
+  StrId callee = kNoString;
+};
+
+class FusionContext {
+ public:
+  FusionContext(Timeline& tl, const InductorArtifacts& ind) : tl_(tl), ind_(ind) {}
+
+  // The graph that ran in a region: by hash when the region names it, else the graph whose calls
+  // share the most names with the region's launches.
+  int choose_graph(std::string_view hash, const std::vector<std::string_view>& unit_names) {
+    if (!hash.empty())
+      for (std::size_t g = 0; g < ind_.graphs.size(); ++g)
+        if (ind_.graphs[g].graph_hash == hash) return static_cast<int>(g);
+    int best = -1;
+    std::size_t best_hits = 0;
+    for (std::size_t g = 0; g < ind_.graphs.size(); ++g) {
+      const auto& callees = callee_set(g);
+      std::size_t hits = 0;
+      for (auto name : unit_names) hits += callees.count(name);
+      if (hits > best_hits) {
+        best_hits = hits;
+        best = static_cast<int>(g);
+      }
+    }
+    return best;
+  }
+
+  const CallProvenance& provenance(std::size_t g, std::size_t c, std::string_view compile_id) {
+    auto key = std::make_pair(g, c);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    return cache_.emplace(key, resolve(g, c, compile_id)).first->second;
+  }
+
+  const std::unordered_set<std::string_view>& callee_set(std::size_t g) {
+    auto [it, inserted] = callees_.try_emplace(g);
+    if (inserted)
+      for (const auto& call : ind_.graphs[g].calls) it->second.insert(call.callee);
+    return it->second;
+  }
+
+ private:
+  // The FX module map for a graph: the one recorded under the region's compile id when it knows the
+  // graph's nodes, else the one that knows most of them.
+  const FxModuleMap* module_map(std::size_t g, std::string_view compile_id) {
+    auto key = std::make_pair(g, std::string(compile_id));
+    if (auto it = maps_.find(key); it != maps_.end()) return it->second;
+    std::vector<const std::string*> nodes;
+    for (const auto& call : ind_.graphs[g].calls)
+      for (const auto& nd : call.source_nodes)
+        if (!nd.empty()) nodes.push_back(&nd);
+    for (const auto& [post, pres] : ind_.graphs[g].post_to_pre_nodes)
+      for (const auto& nd : pres) nodes.push_back(&nd);
+    const FxModuleMap* best = nullptr;
+    std::size_t best_hits = 0;
+    for (const auto& m : ind_.module_maps) {
+      std::size_t hits = 0;
+      for (const auto* nd : nodes) hits += m.nodes.count(*nd);
+      bool same_id = !compile_id.empty() && m.compile_id == compile_id;
+      if (hits > 0 && same_id) {
+        best = &m;
+        break;
+      }
+      if (hits > best_hits) {
+        best_hits = hits;
+        best = &m;
+      }
+    }
+    maps_.emplace(key, best);
+    return best;
+  }
+
+  CallProvenance resolve(std::size_t g, std::size_t c, std::string_view compile_id) {
+    const InductorGraph& graph = ind_.graphs[g];
+    const WrapperCall& call = graph.calls[c];
+    CallProvenance p;
+    p.generated = call.kind == WrapperCall::Kind::kTriton;
+    p.callee = tl_.strings.intern(call.callee);
+    if (!call.handle.empty()) p.handle = tl_.strings.intern(call.handle);
+
+    // Pre-grad nodes: through the provenance JSON when it has the handle (exact), else the comment.
+    std::vector<std::string> post_nodes;
+    if (auto it = graph.handle_to_post_nodes.find(call.handle); it != graph.handle_to_post_nodes.end())
+      post_nodes = it->second;
+    std::vector<std::string> pre_nodes;
+    std::set<std::string> seen;
+    for (const auto& post : post_nodes)
+      if (auto it = graph.post_to_pre_nodes.find(post); it != graph.post_to_pre_nodes.end())
+        for (const auto& pre : it->second)
+          if (!pre.empty() && seen.insert(pre).second) pre_nodes.push_back(pre);
+    if (pre_nodes.empty())
+      for (const auto& pre : call.source_nodes)
+        if (!pre.empty() && seen.insert(pre).second) pre_nodes.push_back(pre);
+    if (!pre_nodes.empty()) p.fx_nodes = tl_.strings.intern(join(pre_nodes, ","));
+
+    std::vector<std::string> ops = call.aten_ops;
+    if (ops.empty()) {
+      std::set<std::string> op_seen;
+      for (const auto& post : post_nodes)
+        if (auto it = graph.post_node_target.find(post); it != graph.post_node_target.end())
+          if (op_seen.insert(it->second).second) ops.push_back(it->second);
+    }
+    if (!ops.empty()) p.fused_ops = tl_.strings.intern(join(ops, ","));
+
+    for (const auto& post : post_nodes)
+      if (auto it = graph.post_node_source.find(post); it != graph.post_node_source.end()) {
+        p.source_line = tl_.strings.intern(it->second);
+        break;
+      }
+
+    // Module: the path most of the kernel's nodes belong to (a fused kernel can span modules: the
+    // epilogue of one layer and the prologue of the next), ties to the earliest node.
+    if (const FxModuleMap* map = module_map(g, compile_id)) {
+      std::map<std::string, std::pair<std::size_t, std::size_t>> votes;  // path -> (count, first position)
+      std::string first_source;
+      for (std::size_t i = 0; i < pre_nodes.size(); ++i) {
+        auto it = map->nodes.find(pre_nodes[i]);
+        if (it == map->nodes.end()) continue;
+        if (first_source.empty()) first_source = it->second.source;
+        if (it->second.module_path.empty()) continue;
+        auto& v = votes.try_emplace(it->second.module_path, 0, i).first->second;
+        ++v.first;
+      }
+      const std::string* best = nullptr;
+      std::pair<std::size_t, std::size_t> best_vote{0, 0};
+      for (const auto& [path, vote] : votes)
+        if (!best || vote.first > best_vote.first || (vote.first == best_vote.first && vote.second < best_vote.second)) {
+          best = &path;
+          best_vote = vote;
+        }
+      if (best) p.module = tl_.strings.intern(*best);
+      if (p.source_line == kNoString && !first_source.empty()) p.source_line = tl_.strings.intern(first_source);
+    }
+    return p;
+  }
+
+  Timeline& tl_;
+  const InductorArtifacts& ind_;
+  std::map<std::pair<std::size_t, std::size_t>, CallProvenance> cache_;
+  std::map<std::pair<std::size_t, std::string>, const FxModuleMap*> maps_;
+  std::unordered_map<std::size_t, std::unordered_set<std::string_view>> callees_;
+};
+
+void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
+  a.provenance_handle[i] = p.handle;
+  a.fused_ops[i] = p.fused_ops;
+  a.fx_nodes[i] = p.fx_nodes;
+  if (p.source_line != kNoString) a.source_line[i] = p.source_line;
+  if (p.module != kNoString) {
+    a.module[i] = p.module;
+    a.module_source[i] = ModuleSource::kFxProvenance;
+  }
+  if (p.generated || a.path[i] == AttributionPath::kNone || a.confidence[i] < 0.5f) {
+    // A generated kernel is what the call names; a library kernel that only a coarse enclosure placed is
+    // better named by the call it was aligned with.
+    a.path[i] = AttributionPath::kFusion;
+    a.confidence[i] = p.generated ? 1.0f : 0.9f;
+    if (!p.generated || a.op[i] == kNoString) a.op[i] = p.callee;
+    a.reason[i] = kNoString;
+  }
+}
+
+}  // namespace
+
+void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadRangeIndexes& threads,
+                  const std::vector<std::uint32_t>& launch_of, AttributionTable& a, AttributionNotes* notes) {
+  const KernelTable& k = tl.kernels;
+  const RangeTable& r = tl.ranges;
+  const LaunchTable& l = tl.launches;
+  FusionContext ctx(tl, inductor);
+
+  // Kernels by the innermost compiled region around their launch.
+  std::map<std::uint32_t, std::vector<std::uint32_t>> by_region;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    std::uint32_t li = launch_of[i];
+    if (li == kNoIndex) continue;
+    const auto* th = threads.find(l.pid[li], l.tid[li]);
+    if (!th) continue;
+    if (const auto* region = th->regions.innermost(l.cpu_start_ns[li], l.cpu_start_ns[li]))
+      by_region[region->id].push_back(static_cast<std::uint32_t>(i));
+  }
+
+  std::vector<std::uint8_t> done(k.size(), 0);
+  for (auto& [region, kernels] : by_region) {
+    std::sort(kernels.begin(), kernels.end(), [&](std::uint32_t x, std::uint32_t y) {
+      auto tx = l.cpu_start_ns[launch_of[x]], ty = l.cpu_start_ns[launch_of[y]];
+      return tx != ty ? tx < ty : x < y;
+    });
+    const std::uint32_t li0 = launch_of[kernels.front()];
+    const auto* th = threads.find(l.pid[li0], l.tid[li0]);
+    const std::int64_t region_start = r.start_ns[region];
+
+    // Launch units: consecutive kernels launched by one top-level operator of the region (an extern
+    // GEMM call can launch a GEMM and a split-K reduction) form one unit, named like the wrapper call.
+    std::vector<std::string_view> unit_names;
+    std::vector<std::size_t> unit_first;  // index into kernels where each unit starts
+    std::uint32_t prev_op = kNoIndex;
+    for (std::size_t idx = 0; idx < kernels.size(); ++idx) {
+      std::uint32_t i = kernels[idx];
+      std::int64_t t = l.cpu_start_ns[launch_of[i]];
+      const IntervalIndex::Interval* top = nullptr;
+      th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+        if (iv.start >= region_start && (!top || iv.start < top->start)) top = &iv;
+      });
+      std::uint32_t op = top ? top->id : kNoIndex;
+      if (op == kNoIndex || op != prev_op) {
+        unit_first.push_back(idx);
+        unit_names.push_back(op != kNoIndex ? tl.str(r.text[op]) : tl.str(k.name[i]));
+      }
+      prev_op = op;
+    }
+    unit_first.push_back(kernels.size());
+
+    // The compile id from an enclosing "Torch-Compiled Region: <id>" range, for the FX module map.
+    std::string_view compile_id;
+    std::string_view region_text = tl.str(r.text[region]);
+    th->regions.for_each_containing(region_start, region_start, [&](const IntervalIndex::Interval& iv) {
+      std::string_view text = tl.str(r.text[iv.id]);
+      if (starts_with(text, kCompiledRegionPrefix)) compile_id = text.substr(kCompiledRegionPrefix.size());
+    });
+
+    int g = ctx.choose_graph(graph_hash_of(region_text), unit_names);
+    if (g < 0) {
+      if (notes)
+        notes->lines.push_back(fmt::format("compiled region '{}': no Inductor graph has its {} launches", region_text,
+                                           unit_names.size()));
+      continue;
+    }
+    const InductorGraph& graph = inductor.graphs[static_cast<std::size_t>(g)];
+    std::vector<std::string_view> call_names;
+    call_names.reserve(graph.calls.size());
+    for (const auto& c : graph.calls) call_names.push_back(c.callee);
+    auto pairs = align_by_name(unit_names, call_names);
+    for (auto [u, c] : pairs) {
+      const CallProvenance& p = ctx.provenance(static_cast<std::size_t>(g), c, compile_id);
+      for (std::size_t idx = unit_first[u]; idx < unit_first[u + 1]; ++idx) {
+        apply_call(p, kernels[idx], a);
+        done[kernels[idx]] = 1;
+      }
+    }
+    if (notes && (pairs.size() != unit_names.size() || pairs.size() != call_names.size()))
+      notes->lines.push_back(fmt::format(
+          "compiled region '{}' ({}): {} of {} launches aligned with {} wrapper calls of {}", region_text,
+          compile_id.empty() ? "no compile id" : compile_id, pairs.size(), unit_names.size(), call_names.size(),
+          graph.dir));
+  }
+
+  // Generated kernels outside any region (a timeline without framework ranges): a kernel name that one
+  // wrapper call alone launches identifies the call.
+  std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> unique_generated;
+  std::unordered_set<std::string_view> ambiguous;
+  for (std::size_t g = 0; g < inductor.graphs.size(); ++g)
+    for (std::size_t c = 0; c < inductor.graphs[g].calls.size(); ++c) {
+      const WrapperCall& call = inductor.graphs[g].calls[c];
+      if (call.kind != WrapperCall::Kind::kTriton) continue;
+      if (!unique_generated.emplace(call.callee, std::make_pair(g, c)).second) ambiguous.insert(call.callee);
+    }
+  std::size_t by_name = 0;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    if (done[i] || k.kind[i] != ActivityKind::kKernel) continue;
+    std::string_view name = tl.str(k.name[i]);
+    auto it = unique_generated.find(name);
+    if (it == unique_generated.end() || ambiguous.count(name)) continue;
+    apply_call(ctx.provenance(it->second.first, it->second.second, {}), i, a);
+    ++by_name;
+  }
+  if (notes && by_name)
+    notes->lines.push_back(
+        fmt::format("{} generated kernels outside compiled-region ranges matched their wrapper call by name", by_name));
+}
+
+}  // namespace opprof

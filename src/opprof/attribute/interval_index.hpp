@@ -1,0 +1,74 @@
+#pragma once
+// A static interval index answering stabbing queries ("which intervals contain t?") in O(log n + k):
+// intervals sorted by start in one array, read as an implicit balanced binary tree whose nodes carry
+// the largest end in their subtree (the layout of Heng Li's cgranges). Built once, queried many times,
+// no pointers, 24 bytes per interval.
+#include <cstdint>
+#include <vector>
+
+namespace opprof {
+
+class IntervalIndex {
+ public:
+  struct Interval {
+    std::int64_t start;
+    std::int64_t end;  // inclusive: an interval contains t when start <= t <= end
+    std::uint32_t id;
+  };
+
+  void reserve(std::size_t n) { items_.reserve(n); }
+  void add(std::int64_t start, std::int64_t end, std::uint32_t id) { items_.push_back({start, end, id}); }
+  // Sorts and computes the subtree maxima. Call once after the last add and before any query.
+  void build();
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+
+  // Calls f(const Interval&) for every interval containing [lo, hi] (lo <= hi).
+  template <typename F>
+  void for_each_containing(std::int64_t lo, std::int64_t hi, F&& f) const;
+
+  // The innermost interval containing [lo, hi]: the latest start, and among equal starts the earliest
+  // end. Returns nullptr when none does.
+  const Interval* innermost(std::int64_t lo, std::int64_t hi) const;
+  // The outermost: the earliest start, and among equal starts the latest end.
+  const Interval* outermost(std::int64_t lo, std::int64_t hi) const;
+
+ private:
+  std::vector<Interval> items_;
+  std::vector<std::int64_t> max_end_;  // per implicit-tree node: max end in its subtree
+  int max_level_ = -1;
+};
+
+template <typename F>
+void IntervalIndex::for_each_containing(std::int64_t lo, std::int64_t hi, F&& f) const {
+  if (items_.empty()) return;
+  // Iterative descent of the implicit tree (node x at level k covers [x - 2^k + 1, x + 2^k - 1]).
+  struct Frame {
+    std::int64_t x;
+    int k;
+    bool left_done;
+  };
+  Frame stack[64];
+  int top = 0;
+  const auto n = static_cast<std::int64_t>(items_.size());
+  stack[top++] = {(std::int64_t{1} << max_level_) - 1, max_level_, false};
+  while (top) {
+    Frame z = stack[--top];
+    if (z.k <= 3) {  // small subtree: scan it linearly
+      std::int64_t i0 = z.x >> z.k << z.k;
+      std::int64_t i1 = i0 + (std::int64_t{1} << (z.k + 1)) - 1;
+      if (i1 >= n) i1 = n;
+      for (std::int64_t i = i0; i < i1 && items_[i].start <= lo; ++i)
+        if (items_[i].end >= hi) f(items_[i]);
+    } else if (!z.left_done) {
+      std::int64_t y = z.x - (std::int64_t{1} << (z.k - 1));  // left child
+      stack[top++] = {z.x, z.k, true};
+      if (y >= n || max_end_[y] >= hi) stack[top++] = {y, z.k - 1, false};
+    } else if (z.x < n && items_[z.x].start <= lo) {
+      if (items_[z.x].end >= hi) f(items_[z.x]);
+      stack[top++] = {z.x + (std::int64_t{1} << (z.k - 1)), z.k - 1, false};  // right child
+    }
+  }
+}
+
+}  // namespace opprof

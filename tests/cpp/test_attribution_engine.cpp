@@ -1,0 +1,210 @@
+// The attribution engine on timelines built by hand: each path, the fallbacks, opaque backends and
+// fusion alignment.
+#include <gtest/gtest.h>
+
+#include "opprof/attribute/engine.hpp"
+#include "opprof/attribute/fusion.hpp"
+
+using namespace opprof;
+
+namespace {
+
+constexpr std::uint32_t kPid = 100;
+constexpr std::uint64_t kTid = 7;
+
+struct Builder {
+  Timeline tl;
+  std::uint64_t next_corr = 1;
+
+  std::size_t range(RangeKind kind, std::string_view text, std::int64_t s, std::int64_t e, std::uint64_t tid = kTid) {
+    return tl.ranges.add(kind, RangeScope::kThread, tl.strings.intern(text), tl.strings.intern("cpu_op"), kPid, tid, s,
+                         e);
+  }
+  std::size_t stream_range(RangeKind kind, std::string_view text, std::int64_t s, std::int64_t e, std::uint32_t stream) {
+    auto i = tl.ranges.add(kind, RangeScope::kStream, tl.strings.intern(text), tl.strings.intern("gpu_user_annotation"),
+                           kPid, stream, s, e);
+    return i;
+  }
+  // A kernel launched at cpu time t, running on the GPU at [gs, ge].
+  std::size_t kernel(std::string_view name, std::int64_t t, std::int64_t gs, std::int64_t ge, std::uint32_t stream = 7,
+                     bool with_launch = true, std::uint64_t tid = kTid) {
+    std::uint64_t corr = next_corr++;
+    auto i = tl.kernels.add(ActivityKind::kKernel, tl.strings.intern(name), 0, stream, gs, ge);
+    tl.kernels.correlation[i] = corr;
+    if (with_launch) tl.launches.add(tl.strings.intern("cudaLaunchKernel"), kPid, tid, t, t + 5, corr);
+    return i;
+  }
+  std::string_view op(const AttributionTable& a, std::size_t i) { return tl.str(a.op[i]); }
+  std::string_view module(const AttributionTable& a, std::size_t i) { return tl.str(a.module[i]); }
+};
+
+}  // namespace
+
+TEST(AttributionEngine, CorrelationNamesTheInnermostOperatorAndModule) {
+  Builder b;
+  b.range(RangeKind::kModule, "GPT2", 0, 1000);
+  b.range(RangeKind::kModule, "h.0.mlp", 100, 500);
+  b.range(RangeKind::kOperator, "aten::linear", 110, 300);
+  b.range(RangeKind::kOperator, "aten::addmm", 120, 290);
+  b.range(RangeKind::kOperator, "aten::gelu", 310, 400);
+  auto k0 = b.kernel("gemm", 130, 2000, 2100);
+  auto k1 = b.kernel("gelu_kernel", 320, 2100, 2150);
+  auto k2 = b.kernel("copy_kernel", 600, 2200, 2210);  // outside every operator
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(a.path[k0], AttributionPath::kCorrelation);
+  EXPECT_EQ(b.op(a, k0), "aten::addmm");
+  EXPECT_EQ(b.tl.str(a.top_op[k0]), "aten::linear");
+  EXPECT_EQ(b.module(a, k0), "h.0.mlp");
+  EXPECT_EQ(a.module_source[k0], ModuleSource::kThreadRange);
+  EXPECT_EQ(b.op(a, k1), "aten::gelu");
+  EXPECT_EQ(a.path[k2], AttributionPath::kNone);
+  EXPECT_NE(b.tl.str(a.reason[k2]).find("outside every operator range"), std::string_view::npos);
+  EXPECT_EQ(b.module(a, k2), "GPT2");  // the module range still encloses its launch
+  EXPECT_EQ(b.tl.str(a.family[k0]), "gemm");
+}
+
+TEST(AttributionEngine, LaunchesOnAnotherThreadDoNotSeeThisThreadsRanges) {
+  Builder b;
+  b.range(RangeKind::kOperator, "aten::mm", 0, 1000, /*tid=*/1);
+  auto k = b.kernel("gemm", 500, 2000, 2100, 7, true, /*tid=*/2);
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(a.path[k], AttributionPath::kNone);
+}
+
+TEST(AttributionEngine, EnclosureOnTheStreamWhenTheLaunchIsMissing) {
+  Builder b;
+  b.stream_range(RangeKind::kAnnotation, "nccl:all_reduce", 1000, 5000, 9);
+  b.stream_range(RangeKind::kAnnotation, "step", 0, 10000, 9);
+  auto k = b.kernel("ncclKernel", 0, 2000, 3000, 9, /*with_launch=*/false);
+  auto other_stream = b.kernel("ncclKernel", 0, 2000, 3000, 3, /*with_launch=*/false);
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(a.path[k], AttributionPath::kEnclosure);
+  EXPECT_EQ(b.op(a, k), "nccl:all_reduce");
+  EXPECT_EQ(b.tl.str(a.top_op[k]), "step");
+  EXPECT_LT(a.confidence[k], 1.0f);
+  EXPECT_EQ(a.path[other_stream], AttributionPath::kNone);
+  EXPECT_NE(b.tl.str(a.reason[other_stream]).find("no launch record"), std::string_view::npos);
+}
+
+TEST(AttributionEngine, ModuleRangesAreProjectedOntoTheStream) {
+  Builder b;
+  b.range(RangeKind::kModule, "encoder.layer.0", 0, 1000);
+  b.range(RangeKind::kOperator, "aten::mm", 10, 100);
+  b.kernel("gemm", 20, 5000, 5100);        // correlation gives it the module
+  b.kernel("gemm", 30, 5200, 5300);
+  auto orphan = b.kernel("side_kernel", 0, 5150, 5180, 7, /*with_launch=*/false);  // between them on the stream
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(b.module(a, orphan), "encoder.layer.0");
+  EXPECT_EQ(a.module_source[orphan], ModuleSource::kStreamRange);
+  EXPECT_EQ(a.path[orphan], AttributionPath::kNone);  // a module is not an operator
+}
+
+TEST(AttributionEngine, OpaqueBackendsAreFlagged) {
+  Builder b;
+  b.range(RangeKind::kOperator, "aten::lstm", 0, 1000);
+  b.range(RangeKind::kOperator, "aten::_cudnn_rnn", 10, 900);
+  b.range(RangeKind::kOperator, "aten::add", 950, 990);
+  auto rnn = b.kernel("RNN_blockPersist_fp_LSTM", 20, 2000, 3000);
+  auto add = b.kernel("elementwise", 960, 3000, 3010);
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(a.opaque[rnn], 1);
+  EXPECT_EQ(b.tl.str(a.opaque_backend[rnn]), "cuDNN RNN");
+  EXPECT_EQ(b.op(a, rnn), "aten::_cudnn_rnn");
+  EXPECT_EQ(a.opaque[add], 0);
+}
+
+TEST(AttributionEngine, FusionAlignsRegionLaunchesWithWrapperCalls) {
+  Builder b;
+  b.range(RangeKind::kCompiledRegion, "Torch-Compiled Region: 0/0", 0, 10000);
+  b.range(RangeKind::kCompiledRegion, "## Call CompiledFxGraph abc ##", 10, 9000);
+  b.range(RangeKind::kOperator, "triton_poi_fused_add_0", 100, 200);
+  b.range(RangeKind::kOperator, "aten::mm", 300, 400);
+  b.range(RangeKind::kOperator, "triton_per_fused_layer_norm_1", 500, 600);
+  auto t0 = b.kernel("triton_poi_fused_add_0", 110, 20000, 20010);
+  auto g0 = b.kernel("sm90_gemm", 310, 20020, 20100);
+  auto g1 = b.kernel("splitKreduce_kernel", 320, 20100, 20110);
+  auto t1 = b.kernel("triton_per_fused_layer_norm_1", 510, 20120, 20130);
+
+  InductorArtifacts ind;
+  InductorGraph g;
+  g.dir = "graph0";
+  g.graph_hash = "abc";
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_poi_fused_add_0", "triton_poi_fused_add_0:1", {"x", "add"},
+                     {"aten.add"}, 1});
+  g.calls.push_back({WrapperCall::Kind::kExtern, "aten::mm", "extern_kernels.mm:2", {"linear"}, {"aten.mm"}, 2});
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_per_fused_layer_norm_1", "triton_per_fused_layer_norm_1:3",
+                     {"ln"}, {"aten.native_layer_norm"}, 3});
+  g.handle_to_post_nodes["triton_poi_fused_add_0:1"] = {"add_1"};
+  g.post_to_pre_nodes["add_1"] = {"add", "x"};
+  g.post_node_source["add_1"] = "model.py:10 in forward";
+  ind.graphs.push_back(g);
+  FxModuleMap map;
+  map.compile_id = "0/0";
+  map.nodes["add"] = {"block.0", "Block", "model.py:10"};
+  map.nodes["x"] = {"block.0", "Block", "model.py:9"};
+  map.nodes["linear"] = {"block.0.proj", "Linear", "model.py:11"};
+  map.nodes["ln"] = {"block.0.ln", "LayerNorm", "model.py:12"};
+  ind.module_maps.push_back(map);
+
+  AttributionNotes notes;
+  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{}, &notes);
+  EXPECT_EQ(a.path[t0], AttributionPath::kFusion);
+  EXPECT_EQ(b.op(a, t0), "triton_poi_fused_add_0");
+  EXPECT_EQ(b.tl.str(a.fused_ops[t0]), "aten.add");
+  EXPECT_EQ(b.tl.str(a.fx_nodes[t0]), "add,x");
+  EXPECT_EQ(b.module(a, t0), "block.0");
+  EXPECT_EQ(a.module_source[t0], ModuleSource::kFxProvenance);
+  EXPECT_EQ(b.tl.str(a.source_line[t0]), "model.py:10 in forward");
+  // Both kernels of the extern call keep their operator and gain its module.
+  for (auto g_kernel : {g0, g1}) {
+    EXPECT_EQ(a.path[g_kernel], AttributionPath::kCorrelation);
+    EXPECT_EQ(b.op(a, g_kernel), "aten::mm");
+    EXPECT_EQ(b.module(a, g_kernel), "block.0.proj");
+    EXPECT_EQ(b.tl.str(a.provenance_handle[g_kernel]), "extern_kernels.mm:2");
+  }
+  EXPECT_EQ(b.module(a, t1), "block.0.ln");
+  EXPECT_TRUE(notes.lines.empty()) << notes.lines.front();
+}
+
+TEST(AttributionEngine, FusionReportsWhatItCouldNotAlign) {
+  Builder b;
+  b.range(RangeKind::kCompiledRegion, "## Call CompiledFxGraph abc ##", 0, 9000);
+  b.range(RangeKind::kOperator, "triton_poi_fused_add_0", 100, 200);
+  b.range(RangeKind::kOperator, "triton_poi_fused_unknown_9", 300, 400);
+  auto known = b.kernel("triton_poi_fused_add_0", 110, 20000, 20010);
+  auto unknown = b.kernel("triton_poi_fused_unknown_9", 310, 20020, 20030);
+  InductorArtifacts ind;
+  InductorGraph g;
+  g.graph_hash = "abc";
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_poi_fused_add_0", "", {"add"}, {"aten.add"}, 1});
+  ind.graphs.push_back(g);
+  AttributionNotes notes;
+  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{}, &notes);
+  EXPECT_EQ(a.path[known], AttributionPath::kFusion);
+  EXPECT_EQ(a.path[unknown], AttributionPath::kCorrelation);
+  ASSERT_EQ(notes.lines.size(), 1u);
+  EXPECT_NE(notes.lines[0].find("1 of 2 launches"), std::string::npos);
+}
+
+TEST(AttributionEngine, GeneratedKernelsWithoutRangesMatchByUniqueName) {
+  Builder b;
+  auto k = b.kernel("triton_poi_fused_add_0", 0, 100, 110, 7, /*with_launch=*/false);
+  InductorArtifacts ind;
+  InductorGraph g;
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_poi_fused_add_0", "h:1", {"add"}, {"aten.add"}, 1});
+  ind.graphs.push_back(g);
+  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{});
+  EXPECT_EQ(a.path[k], AttributionPath::kFusion);
+  EXPECT_EQ(b.op(a, k), "triton_poi_fused_add_0");
+}
+
+TEST(AlignByName, FindsTheLongestCommonSubsequence) {
+  std::vector<std::string_view> a{"x", "a", "b", "c", "y"};
+  std::vector<std::string_view> b{"a", "z", "b", "c"};
+  auto pairs = align_by_name(a, b);
+  ASSERT_EQ(pairs.size(), 3u);
+  EXPECT_EQ(pairs[0], std::make_pair(std::size_t{1}, std::size_t{0}));
+  EXPECT_EQ(pairs[2], std::make_pair(std::size_t{3}, std::size_t{3}));
+  auto greedy = align_by_name(a, b, /*max_cells=*/1);
+  EXPECT_EQ(greedy.size(), 3u);
+}
