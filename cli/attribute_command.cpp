@@ -102,10 +102,10 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
       "Exit status: 0 done, 2 bad input, 1 other failure.");
 }
 
-int run_attribute(const AttributeOptions& o) {
+int run_attribute(const AttributeOptions& o, const std::map<std::string, std::string>& extra_metadata) {
   Progress progress(o.quiet);
   Stopwatch total;
-  std::map<std::string, std::string> meta;
+  std::map<std::string, std::string> meta = extra_metadata;
 
   require_exists(o.trace);
   if (!o.ncu.empty()) require_exists(o.ncu);

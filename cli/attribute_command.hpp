@@ -1,5 +1,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 
 namespace opprof::cli {
@@ -10,6 +11,7 @@ struct AttributeOptions {
 };
 
 void add_attribute_command(CLI::App& app, AttributeOptions& options);
-int run_attribute(const AttributeOptions& options);
+// Attributes and writes the profile database; extra_metadata is stored with the capture's own.
+int run_attribute(const AttributeOptions& options, const std::map<std::string, std::string>& extra_metadata = {});
 
 }  // namespace opprof::cli

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "cli/attribute_command.hpp"
+#include "cli/profile_command.hpp"
+#include "cli/report_command.hpp"
+#include "opprof/util/error.hpp"
 #include "opprof/metrics/metric_set.hpp"
 
 namespace opprof::cli {
@@ -35,19 +38,29 @@ int run_metrics(const MetricsOptions& o) {
 
 MetricsOptions g_metrics;
 AttributeOptions g_attribute;
+ProfileOptions g_profile;
+ReportOptions g_report;
 
 }  // namespace
 
 void register_commands(CLI::App& app) {
   add_attribute_command(app, g_attribute);
+  add_report_command(app, g_report);
+  add_profile_command(app, g_profile);
   auto* metrics = app.add_subcommand("metrics", "List the ncu metric set (or check it against a chip's catalog)");
   metrics->add_option("--metrics", g_metrics.file, "Metric-set file (default: the built-in set)");
   metrics->add_option("--chip", g_metrics.chip, "ncu chip name (gh100, ga100, ...)")->capture_default_str();
   metrics->add_flag("--check", g_metrics.check, "Validate every name against the chip's ncu metric catalog");
 }
 
-int run_selected(CLI::App& app) {
+int run_selected(CLI::App& app, const std::vector<std::string>& program) {
+  if (app.got_subcommand("profile")) {
+    g_profile.command = program;
+    return run_profile(g_profile);
+  }
+  if (!program.empty()) throw InputError("opprof", "only `opprof profile` takes a program after --");
   if (app.got_subcommand("attribute")) return run_attribute(g_attribute);
+  if (app.got_subcommand("report")) return run_report(g_report);
   if (app.got_subcommand("metrics")) return run_metrics(g_metrics);
   return 2;
 }

@@ -1,0 +1,28 @@
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace opprof::cli {
+
+struct ProfileOptions {
+  std::string workload;
+  std::vector<std::string> command;
+  std::string compile = "eager";
+  int warmup = 3;
+  int iters = 1;
+  bool train = false;
+  std::string output;
+  std::string metrics;
+  std::string clock_control = "none";
+  bool lock_clocks = false;
+  std::string ncu;
+  std::string python = "python3";
+  bool skip_ncu = false;
+  bool quiet = false;
+};
+
+void add_profile_command(CLI::App& app, ProfileOptions& options);
+int run_profile(ProfileOptions options);
+
+}  // namespace opprof::cli

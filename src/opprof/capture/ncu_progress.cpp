@@ -1,0 +1,35 @@
+#include "opprof/capture/ncu_progress.hpp"
+
+#include <fmt/format.h>
+
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+namespace {
+std::string clock_text(double s) {
+  auto total = static_cast<long long>(s + 0.5);
+  return fmt::format("{}:{:02}", total / 60, total % 60);
+}
+}  // namespace
+
+bool NcuProgress::feed(std::string_view line) {
+  line = trim(line);
+  if (starts_with(line, "==PROF== Profiling ")) {
+    ++profiled_;
+    return true;
+  }
+  if (contains(line, "ERR_NVGPUCTRPERM")) permission_denied_ = true;
+  if (contains(line, "No kernels were profiled")) nothing_profiled_ = true;
+  if (starts_with(line, "==ERROR==") && first_error_.empty()) first_error_ = std::string(line);
+  return false;
+}
+
+std::string NcuProgress::status(double elapsed_s) const {
+  std::string s = expected_ ? fmt::format("{}/{} kernels", profiled_, expected_) : fmt::format("{} kernels", profiled_);
+  s += fmt::format(", {} elapsed", clock_text(elapsed_s));
+  if (profiled_ > 0 && expected_ > profiled_)
+    s += fmt::format(", about {} left", clock_text(elapsed_s / double(profiled_) * double(expected_ - profiled_)));
+  return s;
+}
+
+}  // namespace opprof

@@ -1,0 +1,40 @@
+#pragma once
+// Runs a child process (the workload, ncu) with its output teed to files and handed to callbacks line
+// by line, so that long passes show progress and nothing they print is lost.
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace opprof {
+
+struct ChildSpec {
+  std::vector<std::string> argv;                // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;       // added to (or replacing in) the parent's environment
+  std::string stdout_path;                      // file receiving stdout ("" = a callback only, or the parent's)
+  std::string stderr_path;                      // file receiving stderr ("" = a callback only, or the parent's)
+  std::function<void(std::string_view)> on_stdout_line;
+  std::function<void(std::string_view)> on_stderr_line;
+};
+
+struct ChildResult {
+  bool started = false;
+  int exit_code = -1;    // when it exited
+  int signal = 0;        // when a signal ended it
+  std::string error;     // why it could not start
+  bool ok() const { return started && signal == 0 && exit_code == 0; }
+  std::string describe() const;  // "exit status 3", "killed by signal 9 (Killed)", "could not start: ..."
+};
+
+// Starts the child and waits for it. SIGINT and SIGTERM reach the child (same process group); the
+// parent only records that they came (interrupted()) so that its own cleanup still runs.
+ChildResult run_child(const ChildSpec& spec);
+
+// True once SIGINT or SIGTERM arrived during run_child.
+bool interrupted();
+
+// Full path of an executable found in PATH, or "" when none.
+std::string find_in_path(const std::string& name);
+
+}  // namespace opprof
