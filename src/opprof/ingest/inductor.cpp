@@ -465,7 +465,7 @@ struct Block {
 struct WrapperModule {
   std::vector<PythonLine> lines;
   std::map<std::string, Block, std::less<>> functions;  // module-level defs: partitions, subgraphs, call
-  std::optional<Block> entry;                            // Runner.call, or module-level call() before 2.6
+  std::optional<Block> entry;                            // Runner.call, or the module-level call() of older torch
   std::set<std::string, std::less<>> generated_kernels;  // names bound to async_compile.triton/cpp_pybinding/...
   // Aliases of operator namespaces the wrapper defines ("aten = torch.ops.aten"). "aten" is always one.
   std::map<std::string, std::string, std::less<>> op_namespaces{{"aten", "aten"}};
