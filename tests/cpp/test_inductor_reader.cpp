@@ -253,7 +253,8 @@ TEST(InductorReader, GraphHashComesFromInductorsLogWhenOneIsThere) {
   TempDir tmp;
   copy_dir(kMlpDir, tmp.path() / "g");
   write_text(tmp.path() / "g" / "info.log",
-             "[codecache.py:1348 INFO] fx graph cache miss for key fixcfmfn3ts7f2hlr6ieyc2j3g2ewah5i5kdrjvpdj63e3wfc6ak\n");
+             "[codecache.py:1348 INFO] fx graph cache miss for key "
+             "fixcfmfn3ts7f2hlr6ieyc2j3g2ewah5i5kdrjvpdj63e3wfc6ak\n");
   EXPECT_EQ(only_graph(read_inductor_artifacts(tmp.path().string())).graph_hash,
             "fixcfmfn3ts7f2hlr6ieyc2j3g2ewah5i5kdrjvpdj63e3wfc6ak");
   // Two different keys: no way to tell which one is this graph's, so none is given.
@@ -338,7 +339,9 @@ TEST(InductorReader, MalformedProvenanceJsonNamesFileLineAndColumn) {
   TempDir tmp;
   copy_dir(kMlpDir, tmp.path());
   const fs::path json = tmp.path() / "inductor_provenance_tracking_node_mappings.json";
-  write_text(json, "{\"preToPost\": {\"input_1\": [\"permute\", \"addmm\"]},\n \"postToPre\": {\"addmm\": [\"input_1\"}}");
+  write_text(json,
+             "{\"preToPost\": {\"input_1\": [\"permute\", \"addmm\"]},\n"
+             " \"postToPre\": {\"addmm\": [\"input_1\"}}");
   std::string e = input_error_of([&] { read_inductor_artifacts(tmp.path().string()); });
   EXPECT_EQ(e, json.string() + ":2:35: malformed JSON: expected ',' or ']'");
 
@@ -480,11 +483,12 @@ def decompose_k_mm_64_split_5(args):
     with torch.cuda._DeviceGuard(0):
         decompose_k_mm_64_split_5_buf0 = empty_strided_cuda((64, 16, 16), (256, 16, 1), torch.float32)
         # Unsorted Source Nodes: [mm], Original ATen: [aten.mm]
-        extern_kernels.bmm_dtype(reinterpret_tensor(decompose_k_mm_64_split_5_arg0_1, (64, 16, 512), (512, 32768, 1), 0),
-            decompose_k_mm_64_split_5_arg1_1, out_dtype=torch.float32, out=decompose_k_mm_64_split_5_buf0)
+        extern_kernels.bmm_dtype(reinterpret_tensor(decompose_k_mm_64_split_5_arg0_1, (64, 16, 512),
+            (512, 32768, 1), 0), decompose_k_mm_64_split_5_arg1_1, out=decompose_k_mm_64_split_5_buf0)
         # Unsorted Source Nodes: [mm], Original ATen: [aten.mm]
         stream0 = get_raw_stream(0)
-        triton_per_fused_mm_0.run(decompose_k_mm_64_split_5_buf0, decompose_k_mm_64_split_5_buf2, 256, 64, stream=stream0)
+        triton_per_fused_mm_0.run(decompose_k_mm_64_split_5_buf0, decompose_k_mm_64_split_5_buf2, 256, 64,
+                                  stream=stream0)
     return (decompose_k_mm_64_split_5_buf2, )
 
 def partition_0(args):

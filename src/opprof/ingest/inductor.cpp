@@ -148,7 +148,9 @@ class JsonSyntaxLocator {
     }
     while (true) {
       skip_space();
-      if (!at('"')) return fail(i_ >= s_.size() ? "unexpected end of the document inside an object" : "expected a string key");
+      if (!at('"')) {
+        return fail(i_ >= s_.size() ? "unexpected end of the document inside an object" : "expected a string key");
+      }
       if (!string()) return false;
       skip_space();
       if (!at(':')) return fail("expected ':' after an object key");
@@ -830,7 +832,9 @@ void read_fx_graph(const fs::path& path, InductorGraph& graph) {
 // debug directory holds it only in Inductor's log ("fx graph cache miss for key <key>"), when that log is
 // captured there; a file naming the region's annotation itself counts too.
 void collect_graph_keys(std::string_view text, std::set<std::string>& keys) {
-  for (std::string_view marker : {"## Call CompiledFxGraph ", "fx graph cache miss for key ", "fx graph cache hit for key "}) {
+  static constexpr std::string_view kMarkers[] = {"## Call CompiledFxGraph ", "fx graph cache miss for key ",
+                                                  "fx graph cache hit for key "};
+  for (std::string_view marker : kMarkers) {
     for (std::size_t at = text.find(marker); at != std::string_view::npos; at = text.find(marker, at + 1)) {
       std::size_t begin = at + marker.size(), end = begin;
       while (end < text.size() && is_ident_char(text[end])) ++end;
