@@ -6,7 +6,10 @@
 //                                    "Topologically Sorted Source Nodes" and "Original ATen" comments
 //                                    (the fallback for torch versions without the provenance JSON)
 //   <graph dir>/fx_graph_transformed.py  post-grad node -> ATen op target and user source line
+//                                    (fx_graph_readable.py when the transformed graph is absent)
+//   <graph dir>/debug.log, info.log  (optional) the FX graph cache key, see InductorGraph::graph_hash
 //   opprof_fx_modules.json           pre-grad node -> module path (written by python/opprof)
+// docs/formats.md describes what is taken from each file.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,7 +20,9 @@ namespace opprof {
 // One call in the compiled graph's wrapper (output_code.py's call()), in the order it runs.
 struct WrapperCall {
   enum class Kind : std::uint8_t {
-    kTriton = 0,  // triton_xxx.run(...): launches one Triton kernel named callee
+    // A kernel Inductor generated: triton_xxx.run(...) launches the Triton kernel named callee; on a CPU
+    // compile, cpp_fused_xxx(...) runs the C++ kernel named callee (no GPU launch).
+    kTriton = 0,
     kExtern = 1,  // extern_kernels.mm(...) or torch.ops.aten.x.default(...): a library op; callee "aten::mm"
   };
   Kind kind = Kind::kTriton;
@@ -31,6 +36,7 @@ struct WrapperCall {
 struct InductorGraph {
   std::string dir;                       // the graph's debug directory
   std::string graph_hash;                // CompiledFxGraph hash when known (matches "## Call CompiledFxGraph <hash> ##")
+  std::string aot_id;                    // output_code.py's "# AOT ID: ['0_forward']" -> "0_forward"; empty if absent
   std::vector<WrapperCall> calls;        // from output_code.py
   // From the provenance JSON (empty when absent):
   std::map<std::string, std::vector<std::string>> handle_to_post_nodes;  // "triton_..._0:1" -> post-grad nodes
@@ -41,6 +47,16 @@ struct InductorGraph {
   bool has_provenance_json = false;
 };
 
+// opprof_fx_modules.json, written by python/opprof's hook from each pre-grad graph Dynamo hands to Inductor
+// (node.meta["nn_module_stack"], innermost entry):
+//   {"version": 1,
+//    "graphs": [{"compile_id": "0/0",
+//                "nodes": {"<pre-grad node name>": {"module": "transformer.h.3.attn",
+//                                                   "module_type": "GPT2Attention",
+//                                                   "source": "modeling_gpt2.py:273"}}}]}
+// "version" must be 1. Per graph, "compile_id" (string) and "nodes" (object) are required. Per node,
+// "module" (string; "" for a node of the root module) is required, "module_type" and "source" are optional
+// strings (empty when absent). Keys not named here are ignored, so later writers can add fields.
 struct FxNodeModule {
   std::string module_path;  // "transformer.h.3.attn.c_attn"
   std::string module_type;  // "Conv1D"
