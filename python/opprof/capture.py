@@ -411,12 +411,24 @@ class Capture:
             }
         if self.fx_recorder is not None:
             self.fx_recorder.uninstall()
+            debug_dir = Path(os.environ.get("TORCH_COMPILE_DEBUG_DIR", self.out / "inductor"))
+            output_code = sorted(os.path.relpath(p, self.out) for p in debug_dir.rglob("output_code.py")) \
+                if debug_dir.is_dir() else []
             self.record["fx_map"] = {
                 "file": FX_MODULES_FILENAME,
                 "graphs": len(self.fx_recorder.graphs),
+                "output_code_files": output_code,
                 "errors": self.fx_recorder.errors,
             }
             self.record["artifacts"]["fx_modules"] = FX_MODULES_FILENAME
+            compiled_workload = bool(self.args.workload) and self.args.compile == "inductor"
+            if compiled_workload and not self.fx_recorder.graphs and self.record.get("error") is None:
+                log("warning: nothing went through torch._inductor.compile_fx, so the FX module map is empty")
+            elif self.fx_recorder.graphs and not output_code:
+                log(f"warning: Inductor wrote no output_code.py under {debug_dir} (compile-cache hit?); "
+                    "the engine cannot attribute the compiled kernels without it")
+            else:
+                log(f"FX module map: {len(self.fx_recorder.graphs)} graph(s); {len(output_code)} output_code.py file(s)")
 
     def install_fx_recorder(self, known_paths: list[str] | None) -> None:
         if self.args.pass_ != "timeline" or self.args.no_fx_map:
@@ -524,7 +536,14 @@ class Capture:
     # -- scripts ------------------------------------------------------------------------------------
     def run_script(self) -> int:
         args, torch = self.args, self.torch
-        from opprof.window import Backend, ScriptWindowPolicy, TorchProfilerBackend, cuda_success_code, patch_cuda_profiler_api
+        from opprof.window import (
+            Backend,
+            ScriptWindowPolicy,
+            TorchProfilerBackend,
+            cuda_success_code,
+            patch_cuda_profiler_api,
+            real_cudart,
+        )
 
         script = Path(self.script_argv[0]).resolve()
         if not script.is_file():
@@ -543,7 +562,6 @@ class Capture:
             backend_factory = Backend if args.window == "whole" else self.window_backend
             prelim_factory = None
         policy = ScriptWindowPolicy(args.window, backend_factory, prelim_factory, self.sync)
-        real_cudart = torch.cuda.cudart
 
         def on_start() -> Any:
             policy.on_script_start()

@@ -89,20 +89,36 @@ class TorchProfilerBackend(Backend):
         profiler.stop()
 
 
+# torch.cuda.cudart as it was before patch_cuda_profiler_api replaced it (None while not patched).
+_unpatched_cudart: Callable[[], Any] | None = None
+
+
+def real_cudart() -> Any:
+    """The CUDA runtime module, never the patched proxy (which would route back into opprof)."""
+    if _unpatched_cudart is not None:
+        return _unpatched_cudart()
+    import torch
+
+    return torch.cuda.cudart()
+
+
 class CudaProfilerBackend(Backend):
     """cudaProfilerStart/Stop: ncu --profile-from-start off records exactly what lies between them.
 
-    Takes the real cudart accessor at construction, before opprof patches torch.cuda.cudart for a
-    script, so that opening the window never recurses into the patched functions.
+    Calls the real runtime (real_cudart), also while a script's view of the API is patched, so that
+    opening the window never recurses into the patched functions. cudart and check_error can be
+    injected for tests.
     """
 
     name = "cudaProfilerStart/Stop"
 
-    def __init__(self) -> None:
-        import torch
+    def __init__(self, cudart: Callable[[], Any] | None = None, check_error: Callable[[Any], None] | None = None):
+        self._cudart = cudart or real_cudart
+        if check_error is None:
+            import torch
 
-        self._cudart = torch.cuda.cudart
-        self._check_error = torch.cuda.check_error
+            check_error = torch.cuda.check_error
+        self._check_error = check_error
 
     def start(self) -> None:
         self._check_error(self._cudart().cudaProfilerStart())
@@ -298,17 +314,20 @@ def patch_cuda_profiler_api(on_start: Callable[[], Any], on_stop: Callable[[], A
     torch.cuda.profiler imported. on_start/on_stop return what the CUDA call should return. A script
     that calls libcudart through ctypes bypasses this.
     """
+    global _unpatched_cudart
     import torch
     import torch.cuda.profiler as cuda_profiler
 
+    if _unpatched_cudart is not None:
+        raise RuntimeError("the CUDA profiler API is already patched by opprof")
     originals = {
         (torch.cuda, "cudart"): torch.cuda.cudart,
         (cuda_profiler, "cudart"): getattr(cuda_profiler, "cudart", None),
         (cuda_profiler, "start"): cuda_profiler.start,
         (cuda_profiler, "stop"): cuda_profiler.stop,
     }
-    real_cudart = torch.cuda.cudart
-    proxy = _CudartProxy(real_cudart, on_start, on_stop)
+    _unpatched_cudart = torch.cuda.cudart
+    proxy = _CudartProxy(_unpatched_cudart, on_start, on_stop)
 
     def patched_cudart() -> Any:
         return proxy
@@ -328,8 +347,10 @@ def patch_cuda_profiler_api(on_start: Callable[[], Any], on_stop: Callable[[], A
     cuda_profiler.stop = patched_stop
 
     def undo() -> None:
+        global _unpatched_cudart
         for (owner, name), value in originals.items():
             if value is not None:
                 setattr(owner, name, value)
+        _unpatched_cudart = None
 
     return undo

@@ -160,3 +160,41 @@ def test_success_code_without_cuda_is_zero():
         raise AssertionError("Torch not compiled with CUDA enabled")
 
     assert cuda_success_code(no_cudart) == 0
+
+
+class FakeCudart:
+    """Stands in for torch.cuda.cudart() (torch._C._cudart) on a machine without CUDA."""
+
+    def __init__(self):
+        self.calls = []
+
+    def cudaProfilerStart(self):  # noqa: N802
+        self.calls.append("cudaProfilerStart")
+        return 0
+
+    def cudaProfilerStop(self):  # noqa: N802
+        self.calls.append("cudaProfilerStop")
+        return 0
+
+
+def test_pass_b_script_window_reaches_the_real_runtime_once(monkeypatch):
+    """Pass B for a script: the script's torch.cuda.profiler.start()/stop() must reach the real
+    cudaProfilerStart/Stop exactly once each, not the patched proxy (which would recurse)."""
+    from opprof.window import CudaProfilerBackend
+
+    fake = FakeCudart()
+    monkeypatch.setattr(torch.cuda, "cudart", lambda: fake)
+    policy = ScriptWindowPolicy("auto", backend_factory=lambda: CudaProfilerBackend(check_error=lambda result: None))
+    undo = patch_cuda_profiler_api(
+        lambda: policy.on_script_start() and 0, lambda: policy.on_script_stop() and 0
+    )
+    try:
+        policy.begin()
+        torch.cuda.profiler.start()  # what the script does
+        torch.cuda.cudart().cudaProfilerStart()  # a second start: ignored
+        torch.cuda.profiler.stop()
+        assert policy.finish() == "script"
+    finally:
+        undo()
+    assert fake.calls == ["cudaProfilerStart", "cudaProfilerStop"]
+    assert torch.cuda.cudart() is fake  # restored to what it was before the patch
