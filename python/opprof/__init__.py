@@ -1,0 +1,15 @@
+"""opprof: the Python side of the hardware-attributed operator profiler.
+
+Only what must run inside the PyTorch process lives here: module-range hooks (opprof.hooks), the Inductor
+FX module map (opprof.fx_modules), the capture driver (``python -m opprof.capture``) and a reader of the
+engine's ncu metric set (opprof.metricset). Importing this package does not import torch, so that the
+capture driver can set TORCH_COMPILE_DEBUG and cache locations before torch reads them at import time.
+"""
+
+__version__ = "0.1.0"
+
+# The range text prefix the C++ engine matches on; part of the contract, do not change.
+MODULE_RANGE_PREFIX = "nn.Module: "
+
+# File name of the FX module map in a capture directory; part of the contract, do not change.
+FX_MODULES_FILENAME = "opprof_fx_modules.json"

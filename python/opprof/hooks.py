@@ -1,0 +1,243 @@
+"""Module ranges: a torch.profiler range "nn.Module: <path>" around every nn.Module forward call.
+
+The C++ engine attributes kernels to modules through these ranges (contract: the range text is
+"nn.Module: " followed by the module's dotted path from the root model's named_modules(), and the root's
+own range carries its class name). They are emitted from *global* forward pre-hooks and forward hooks,
+so every module of every model is covered without touching user code, and the forward hook is
+registered with always_call=True so that a range still closes when forward raises.
+
+Paths. With a known root (the workload driver passes its model), every module's path comes from
+root.named_modules(). For arbitrary scripts the root is discovered lazily: the first module called
+while no module range is open on the thread is a root; when it is first seen, all its named_modules()
+are given their dotted paths (so the paths do not depend on call order); a module called later inside
+a parent whose tree does not contain it is looked up in the trees of the enclosing modules, and
+otherwise becomes a root of its own. Paths are cached per module object (weakly, so dead modules do
+not pin memory or let a recycled id() return a stale path).
+
+Eager mode only: under torch.compile, Dynamo would trace the hooks into the graph; the hooks see
+torch.compiler.is_compiling() and do nothing, so compiled regions carry no module ranges (their module
+paths come from the FX map, opprof.fx_modules).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any
+
+from opprof import MODULE_RANGE_PREFIX
+
+
+def _is_compiling() -> bool:
+    import torch
+
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    return bool(getattr(torch._dynamo, "is_compiling", lambda: False)())  # torch < 2.3
+
+
+def _is_jit_tracing() -> bool:
+    import torch
+
+    return bool(torch._C._get_tracing_state())
+
+
+class ModulePathResolver:
+    """Maps module objects to their dotted paths ("" for a root)."""
+
+    def __init__(self, root: Any = None):
+        # id(module) -> (weakref to module, path). The weakref both validates the entry (ids are
+        # recycled after a module dies) and removes it when the module is collected.
+        self._paths: dict[int, tuple[weakref.ref, str]] = {}
+        self.roots_seen: list[str] = []  # class names of the roots, in order of discovery
+        if root is not None:
+            self.add_root(root)
+
+    def lookup(self, module: Any) -> str | None:
+        entry = self._paths.get(id(module))
+        if entry is None:
+            return None
+        ref, path = entry
+        if ref() is not module:
+            return None
+        return path
+
+    def _remember(self, module: Any, path: str) -> None:
+        key = id(module)
+
+        def forget(dead_ref: weakref.ref, key: int = key, paths: dict = self._paths) -> None:
+            current = paths.get(key)
+            if current is not None and current[0] is dead_ref:
+                del paths[key]
+
+        try:
+            ref = weakref.ref(module, forget)
+        except TypeError:  # an object without weakref support: keep a strong reference instead
+            ref = (lambda m: (lambda: m))(module)
+        self._paths[key] = (ref, path)
+
+    def add_root(self, root: Any) -> None:
+        """Gives every module of root's tree its named_modules() path (the root itself gets "").
+
+        torch.compile(model) returns an OptimizedModule wrapping the model as _orig_mod; its paths are
+        the wrapped model's ("blocks.0", not "_orig_mod.blocks.0"), and the wrapper stands for the root.
+        """
+        tree = _unwrap_compiled(root)
+        self.roots_seen.append(type(tree).__name__)
+        for name, module in tree.named_modules():
+            self._remember(module, name)
+        self._remember(root, "")
+
+    def resolve(self, module: Any, enclosing: list[Any]) -> str:
+        """The path of `module`, called while `enclosing` (outermost first) are inside their forward."""
+        path = self.lookup(module)
+        if path is not None:
+            return path
+        for parent in reversed(enclosing):
+            sub = _find_in_tree(parent, module)
+            if sub is None:
+                continue
+            parent_path = self.lookup(parent)
+            if parent_path is None:
+                continue
+            path = sub if parent_path == "" else f"{parent_path}.{sub}"
+            self._remember(module, path)
+            return path
+        self.add_root(module)
+        return ""
+
+    @staticmethod
+    def range_name(module: Any, path: str) -> str:
+        return MODULE_RANGE_PREFIX + (path if path else type(_unwrap_compiled(module)).__name__)
+
+
+def _unwrap_compiled(module: Any) -> Any:
+    """The model inside a torch.compile wrapper (OptimizedModule._orig_mod), else the module itself."""
+    inner = getattr(module, "_orig_mod", None)
+    return inner if inner is not None and hasattr(inner, "named_modules") else module
+
+
+def _find_in_tree(parent: Any, module: Any) -> str | None:
+    """Dotted path of `module` below `parent`, or None. Direct children first: that is the usual case
+    and avoids walking the whole subtree."""
+    children = getattr(parent, "_modules", None) or {}
+    for name, child in children.items():
+        if child is module:
+            return name
+    named_modules = getattr(parent, "named_modules", None)
+    if named_modules is None:
+        return None
+    for name, child in named_modules():
+        if child is module and name:
+            return name
+    return None
+
+
+_active_lock = threading.Lock()
+_active: "ModuleRangeHooks | None" = None
+
+
+class ModuleRangeHooks:
+    """Installs the global hooks that emit the module ranges; use as a context manager or
+    install()/uninstall(). Only one instance can be installed at a time (two would double every range)."""
+
+    def __init__(self, root: Any = None):
+        self.resolver = ModulePathResolver(root)
+        self._handles: list[Any] = []
+        self._local = threading.local()
+        self._warned_exit_failure = False
+        self.ranges_opened = 0
+
+    # -- per-thread stack of open ranges: [(module, record_function object)] ----------------------
+    def _stack(self) -> list[tuple[Any, Any]]:
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = []
+            self._local.stack = stack
+        return stack
+
+    def _pre_hook(self, module: Any, args: Any) -> None:
+        if _is_compiling() or _is_jit_tracing():
+            return None
+        import torch
+
+        stack = self._stack()
+        path = self.resolver.resolve(module, [m for m, _ in stack])
+        record = torch.autograd.profiler.record_function(self.resolver.range_name(module, path))
+        record.__enter__()
+        stack.append((module, record))
+        self.ranges_opened += 1
+        return None
+
+    def _post_hook(self, module: Any, args: Any, output: Any) -> None:
+        if _is_compiling() or _is_jit_tracing():
+            return None
+        stack = self._stack()
+        for index in range(len(stack) - 1, -1, -1):
+            if stack[index][0] is module:
+                # Ranges above it belong to modules whose forward hook did not run (hooks installed in
+                # the middle of a forward); close them too so the ranges stay properly nested.
+                while len(stack) > index:
+                    _, record = stack.pop()
+                    self._exit(record)
+                break
+        return None
+
+    def _exit(self, record: Any) -> None:
+        try:
+            record.__exit__(None, None, None)
+        except Exception as exc:  # never break the user's forward because a range failed to close
+            if not self._warned_exit_failure:
+                self._warned_exit_failure = True
+                print(f"opprof: closing a module range failed: {exc!r}", file=sys.stderr)
+
+    # -- installation -----------------------------------------------------------------------------
+    @property
+    def installed(self) -> bool:
+        return bool(self._handles)
+
+    def install(self) -> "ModuleRangeHooks":
+        global _active
+        import torch.nn.modules.module as module_mod
+
+        with _active_lock:
+            if _active is not None and _active is not self:
+                raise RuntimeError("opprof module-range hooks are already installed by another ModuleRangeHooks")
+            if self._handles:
+                return self
+            self._handles.append(module_mod.register_module_forward_pre_hook(self._pre_hook))
+            try:
+                post = module_mod.register_module_forward_hook(self._post_hook, always_call=True)
+            except TypeError:
+                # torch without always_call (< 2.1): ranges of a forward that raises stay open until
+                # an enclosing module's hook closes them.
+                post = module_mod.register_module_forward_hook(self._post_hook)
+            self._handles.append(post)
+            _active = self
+        return self
+
+    def uninstall(self) -> None:
+        global _active
+        with _active_lock:
+            for handle in self._handles:
+                handle.remove()
+            self._handles.clear()
+            if _active is self:
+                _active = None
+        stack = self._stack()  # ranges left open on this thread (uninstalled inside a forward)
+        while stack:
+            _, record = stack.pop()
+            self._exit(record)
+
+    def __enter__(self) -> "ModuleRangeHooks":
+        return self.install()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.uninstall()
+
+
+def module_ranges(root: Any = None) -> ModuleRangeHooks:
+    """Context manager: ``with opprof.hooks.module_ranges(model): ...`` (root optional)."""
+    return ModuleRangeHooks(root)
