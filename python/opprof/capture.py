@@ -454,13 +454,18 @@ class Capture:
             return TorchProfilerBackend(str(self.trace_path), with_cuda=self.torch.cuda.is_available())
         return CudaProfilerBackend()
 
+    def discard_stale_trace(self) -> None:
+        # Only pass A writes the trace. Pass B shares the capture directory and must leave pass A's
+        # trace alone: it is the timeline its counters get attributed to.
+        if self.args.pass_ == "timeline" and self.trace_path.exists():
+            self.trace_path.unlink()
+
     # -- workload modules ---------------------------------------------------------------------------
     def run_workload(self) -> int:
         args, torch = self.args, self.torch
         from opprof.window import CaptureWindow
 
-        if self.trace_path.exists():
-            self.trace_path.unlink()
+        self.discard_stale_trace()
         path = Path(args.workload).resolve()
         log(f"loading workload {path} on {self.device}")
         t0 = time.perf_counter()
@@ -548,8 +553,7 @@ class Capture:
         script = Path(self.script_argv[0]).resolve()
         if not script.is_file():
             raise UsageError(f"script not found: {script}")
-        if self.trace_path.exists():
-            self.trace_path.unlink()
+        self.discard_stale_trace()
 
         timeline = args.pass_ == "timeline"
         if timeline:
