@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "opprof/match/ncu_match.hpp"
+#include "opprof/match/sequence_align.hpp"
 #include "opprof/util/text.hpp"
 
 using namespace opprof;
@@ -13,6 +16,7 @@ using namespace opprof;
 namespace {
 
 const std::string kFixtures = std::string(OPPROF_FIXTURES_DIR) + "/ncu/";
+constexpr std::uint32_t kNone = 0xffffffffu;
 
 // Lines of a fixture TSV without its '#' comments.
 std::vector<std::vector<std::string>> read_tsv(const std::string& path) {
@@ -25,6 +29,18 @@ std::vector<std::vector<std::string>> read_tsv(const std::string& path) {
     rows.push_back(std::move(fields));
   }
   return rows;
+}
+
+// Length of a longest common subsequence by dynamic programming, to check the aligner against.
+std::size_t lcs_length(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+  std::vector<std::size_t> prev(b.size() + 1, 0), cur(b.size() + 1, 0);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1 : std::max(prev[j], cur[j - 1]);
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
 }
 
 }  // namespace
@@ -123,4 +139,66 @@ TEST(KernelBaseName, DemanglesAndKeepsWhatDoesNotDemangle) {
   EXPECT_EQ(kernel_base_name("_ZN7cutlass7Kernel2I43cutlass_80"), "_ZN7cutlass7Kernel2I43cutlass_80");
   EXPECT_EQ(kernel_match_name("_ZN7cutlass7Kernel2I43cutlass_80"), "_ZN7cutlass7Kernel2I43cutlass_80");
   EXPECT_EQ(kernel_base_name(""), "");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// align_longest_common_subsequence
+
+TEST(SequenceAlign, FindsALongestCommonSubsequenceOnRandomSequences) {
+  std::mt19937 rng(12345);
+  auto below = [&](std::uint32_t bound) { return static_cast<std::uint32_t>(rng() % bound); };
+  for (int round = 0; round < 2000; ++round) {
+    const std::uint32_t alphabet = 1 + below(round % 2 ? 6 : 60);
+    const std::uint32_t length = round % 10 ? 40 : 300;
+    std::vector<std::uint32_t> a(below(length)), b;
+    for (auto& v : a) v = below(alphabet);
+    // b: a with random edits, or unrelated.
+    if (round % 5 == 0) {
+      b.resize(below(length));
+      for (auto& v : b) v = below(alphabet);
+    } else {
+      for (std::uint32_t v : a) {
+        std::uint32_t edit = below(10);
+        if (edit == 0) continue;                        // delete
+        if (edit == 1) b.push_back(below(alphabet));  // insert before
+        b.push_back(v);
+      }
+    }
+    auto aligned = align_longest_common_subsequence(a, b);
+    ASSERT_TRUE(aligned.has_value());
+    ASSERT_EQ(aligned->size(), a.size());
+    std::size_t matched = 0;
+    std::int64_t last_j = -1;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::uint32_t j = (*aligned)[i];
+      if (j == kNone) continue;
+      ASSERT_LT(j, b.size());
+      ASSERT_EQ(a[i], b[j]);
+      ASSERT_GT(static_cast<std::int64_t>(j), last_j);  // increasing in both
+      last_j = j;
+      ++matched;
+    }
+    ASSERT_EQ(matched, lcs_length(a, b)) << "round " << round;
+  }
+}
+
+TEST(SequenceAlign, PrefersTheCommonSuffixAndGivesUpPastItsLimits) {
+  // b recorded the same step three times; a recorded it once: a pairs with the last one.
+  std::vector<std::uint32_t> step{1, 2, 3, 2, 4};
+  std::vector<std::uint32_t> b;
+  for (int i = 0; i < 3; ++i) b.insert(b.end(), step.begin(), step.end());
+  auto aligned = align_longest_common_subsequence(step, b);
+  ASSERT_TRUE(aligned);
+  EXPECT_EQ(*aligned, (std::vector<std::uint32_t>{10, 11, 12, 13, 14}));
+
+  std::vector<std::uint32_t> x(1000), y(1000);
+  for (std::uint32_t i = 0; i < 1000; ++i) {
+    x[i] = i;
+    y[i] = 1000 + i;
+  }
+  EXPECT_FALSE(align_longest_common_subsequence(x, y, AlignmentLimits{100, 2'000'000'000}).has_value());
+  EXPECT_FALSE(align_longest_common_subsequence(x, y, AlignmentLimits{100000, 1000}).has_value());
+  auto unrelated = align_longest_common_subsequence(x, y);
+  ASSERT_TRUE(unrelated);
+  EXPECT_TRUE(std::all_of(unrelated->begin(), unrelated->end(), [](std::uint32_t j) { return j == kNone; }));
 }
