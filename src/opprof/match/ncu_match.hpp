@@ -11,15 +11,25 @@
 
 namespace opprof {
 
-// The base function name of a kernel, identical across the three spellings that reach us:
-// a mangled name (_Z...), torch.profiler's demangling and ncu's demangling. Return type, template
-// arguments and the parameter list are dropped; "(anonymous namespace)" and "<unnamed>" agree.
+// The base function name of a kernel: its qualified name without return type, template arguments and
+// parameter list, from any of the three spellings that reach us: a mangled name (_Z..., demangled first),
+// torch.profiler's demangling and ncu's demangling. "(anonymous namespace)" and ncu's "<unnamed>" are both
+// spelled "(anonymous namespace)"; ncu's "operator ()" is spelled "operator()".
 //   "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)" -> "cutlass::Kernel2"
+//   "void at::<unnamed>::distribution_elementwise_grid_stride_kernel<...>(long, ...)"
+//       -> "at::(anonymous namespace)::distribution_elementwise_grid_stride_kernel"
 //   "triton_poi_fused_add_0" -> "triton_poi_fused_add_0"
+// ncu's demangler drops some enclosing namespaces (samples/h200: torch.profiler's
+// "cublasLt::epilogue::impl::globalKernel" is ncu's "cublasLt::globalKernel", "at::native::X" is "at::X"),
+// so the qualified base name is for display; identities compare kernel_match_name.
 std::string kernel_base_name(std::string_view name);
 
+// The last component of kernel_base_name ("globalKernel", "vectorized_elementwise_kernel"): the part of a
+// kernel's name that all three spellings agree on. Matching compares it together with grid and block.
+std::string kernel_match_name(std::string_view name);
+
 struct KernelIdentity {
-  std::string base_name;
+  std::string base_name;  // kernel_match_name of the kernel's name
   Dim3 grid;
   Dim3 block;
   bool operator==(const KernelIdentity&) const = default;
@@ -41,7 +51,8 @@ struct NcuMatch {
 // Timeline kernels are taken in launch order (the launch's CPU timestamp, else the kernel's start),
 // per process. Where the two identity sequences diverge they are aligned (longest common subsequence
 // by Myers' diff) and every row and kernel left over is reported. Throws InputError when the CSV
-// cannot belong to this capture (fewer than half of either side would match).
+// cannot belong to this capture (fewer than half of the timeline kernels and fewer than half of the
+// ncu rows match).
 NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu);
 
 }  // namespace opprof
