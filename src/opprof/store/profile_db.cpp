@@ -1,7 +1,8 @@
 // Writer of the profile database (schema: data/profile_schema.sql, docs/schema.md).
 //
-// Speed: one transaction, statements prepared once and rebound per row, strings bound without copies
-// from the timeline's string arena, indices built after the rows are in.
+// Speed: one transaction; statements prepared once and rebound; the large tables inserted many rows per
+// statement; strings bound without copies from the timeline's string arena; indices built after the
+// rows are in.
 //
 // Atomicity and durability: the database is built under "<path>.tmp-<pid>" in the same directory with
 // journal_mode=OFF and synchronous=OFF. A rollback journal would only protect a file that nobody can
@@ -16,11 +17,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <limits>
