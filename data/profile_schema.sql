@@ -1,0 +1,226 @@
+-- opprof profile database, schema version 1 (meta.schema_version). docs/schema.md explains every table.
+-- Conventions: times are nanoseconds on the capture's own clock; NULL means unknown or not applicable;
+-- ids are the engine's 0-based row numbers (kernels.id is the timeline's kernel row). Enumerations are
+-- stored as lower-case text so that queries read without lookup tables. Plain SQLite types only (no
+-- STRICT tables, no generated columns) so that old SQLite builds (Python's, DuckDB's scanner) read it.
+-- The indices in profile_indices.sql are created after the rows are loaded.
+
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY NOT NULL,
+  value TEXT NOT NULL
+);
+
+-- Distinct kernel names. Kernel rows repeat a few hundred names a million times; storing each name once
+-- keeps the file small. kernel_view gives kernels with their names and attribution without a join.
+CREATE TABLE kernel_names (
+  id      INTEGER PRIMARY KEY,
+  name    TEXT NOT NULL,  -- as the timeline source printed it (demangled for torch.profiler)
+  mangled TEXT            -- NULL when the source gave none
+);
+
+CREATE TABLE kernels (
+  id                   INTEGER PRIMARY KEY,  -- timeline kernel row
+  kind                 TEXT NOT NULL,        -- kernel | memcpy | memset
+  name_id              INTEGER NOT NULL REFERENCES kernel_names(id),
+  pid                  INTEGER NOT NULL,
+  device               INTEGER NOT NULL,
+  context              INTEGER NOT NULL,
+  stream               INTEGER NOT NULL,
+  start_ns             INTEGER NOT NULL,
+  end_ns               INTEGER NOT NULL,
+  duration_ns          INTEGER NOT NULL,     -- end_ns - start_ns
+  grid_x               INTEGER,              -- grid and block are NULL when unknown (memcpy, memset)
+  grid_y               INTEGER,
+  grid_z               INTEGER,
+  block_x              INTEGER,
+  block_y              INTEGER,
+  block_z              INTEGER,
+  correlation          INTEGER,              -- CUPTI correlation id of the launch; NULL when unknown
+  external_id          INTEGER,              -- framework id of the launching op; NULL when unknown
+  graph_id             INTEGER,              -- CUDA graph id; NULL when not launched by a graph
+  graph_node           INTEGER,              -- CUDA graph node id; NULL when unknown
+  registers_per_thread INTEGER,              -- NULL when unknown
+  shared_mem_bytes     INTEGER NOT NULL,     -- static + dynamic, per block
+  bytes                INTEGER NOT NULL      -- memcpy/memset size; 0 for kernels
+);
+
+CREATE TABLE launches (
+  id           INTEGER PRIMARY KEY,  -- timeline launch row
+  api          TEXT NOT NULL,        -- cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync, ...
+  pid          INTEGER NOT NULL,
+  tid          INTEGER NOT NULL,
+  cpu_start_ns INTEGER NOT NULL,
+  cpu_end_ns   INTEGER NOT NULL,
+  correlation  INTEGER,
+  external_id  INTEGER
+);
+
+CREATE TABLE ranges (
+  id          INTEGER PRIMARY KEY,  -- timeline range row (attribution.op_range_id points here)
+  kind        TEXT NOT NULL,        -- operator | module | annotation | compiled_region | capture_window | other
+  scope       TEXT NOT NULL,        -- thread | stream
+  text        TEXT NOT NULL,        -- operator name, module path, annotation text
+  domain      TEXT,                 -- NVTX domain or the trace's category (cpu_op, user_annotation)
+  pid         INTEGER NOT NULL,
+  owner       INTEGER NOT NULL,     -- tid for thread ranges, stream for stream ranges
+  device      INTEGER NOT NULL,
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  depth       INTEGER,              -- nesting depth among the owner's ranges; NULL when not computed
+  external_id INTEGER
+);
+
+-- One row per kernels row: what attribution concluded.
+CREATE TABLE attribution (
+  kernel_id         INTEGER PRIMARY KEY REFERENCES kernels(id),
+  path              TEXT NOT NULL,  -- correlation | enclosure | fusion | none (unattributed: see reason)
+  confidence        REAL NOT NULL,  -- 0..1
+  op_range_id       INTEGER,        -- ranges.id of the operator range, NULL when none
+  op                TEXT,           -- operator; for Inductor kernels the kernel's launcher
+  top_op            TEXT,           -- outermost operator around the launch
+  module            TEXT,           -- module path (h.3.attn.c_attn)
+  module_source     TEXT NOT NULL,  -- none | thread_range | stream_range | fx_provenance
+  fused_ops         TEXT,           -- comma-separated ATen ops an Inductor kernel fuses
+  fx_nodes          TEXT,           -- comma-separated pre-grad FX source nodes
+  provenance_handle TEXT,           -- Inductor "kernel:N" handle
+  source_line       TEXT,           -- user source line of the FX node
+  family            TEXT,           -- kernel family: base name with digits and templates stripped
+  reason            TEXT,           -- why unattributed; NULL when attributed
+  opaque            INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
+  opaque_backend    TEXT
+);
+
+-- The ncu metrics of the profile: present = 1 for those the ncu CSV had (kernel_metrics and
+-- group_metrics use their ids), 0 for metric-set entries the CSV lacked.
+CREATE TABLE metrics (
+  id        INTEGER PRIMARY KEY,
+  name      TEXT NOT NULL,  -- full ncu name with rollup: dram__bytes_read.sum
+  unit      TEXT,           -- base unit as ncu printed it: byte, ns, %, cycle; '' for ratios
+  aggregate TEXT,           -- sum | wmean (weighted by timeline duration) | max
+  axis      TEXT,           -- bottleneck axis: time, compute, tensor, fp32, dram, l1, l2, occupancy, ...
+  reason    TEXT,           -- why the metric is in the set
+  present   INTEGER NOT NULL
+);
+
+-- Counter values of the timeline kernels that ncu replayed; only values present.
+CREATE TABLE kernel_metrics (
+  kernel_id INTEGER NOT NULL,  -- kernels.id
+  metric_id INTEGER NOT NULL,  -- metrics.id
+  value     REAL NOT NULL,     -- in metrics.unit
+  PRIMARY KEY (kernel_id, metric_id)
+) WITHOUT ROWID;
+
+-- Every row of the ncu CSV, matched or not.
+CREATE TABLE ncu_rows (
+  row               INTEGER PRIMARY KEY,  -- 0-based row in ncu's invocation order
+  ncu_id            INTEGER NOT NULL,     -- ncu's "ID" column
+  pid               INTEGER NOT NULL,
+  context           INTEGER NOT NULL,
+  stream            INTEGER NOT NULL,
+  device            INTEGER NOT NULL,
+  kernel_name       TEXT NOT NULL,        -- as ncu printed it
+  grid_x            INTEGER,
+  grid_y            INTEGER,
+  grid_z            INTEGER,
+  block_x           INTEGER,
+  block_y           INTEGER,
+  block_z           INTEGER,
+  csv_line          INTEGER,              -- 1-based line in the CSV
+  matched_kernel_id INTEGER               -- kernels.id, NULL when unmatched
+);
+
+-- Aggregates per operator, module and kernel family; id 0 has the most kernel time. Derived figures are
+-- NULL when the group's kernels have no counters.
+CREATE TABLE operators (
+  id                   INTEGER PRIMARY KEY,
+  key                  TEXT NOT NULL,     -- operator name
+  fused_ops            TEXT,              -- ATen ops an Inductor kernel fuses
+  kernels              INTEGER NOT NULL,  -- kernel launches
+  time_ns              INTEGER NOT NULL,  -- sum of timeline durations
+  time_share           REAL NOT NULL,     -- time_ns / all kernel time (0..1)
+  counted_time_ns      INTEGER NOT NULL,  -- timeline time of the kernels with ncu counters
+  dram_bytes           REAL,              -- DRAM read + write bytes
+  dram_bandwidth_gbps  REAL,              -- DRAM bytes / ncu duration, GB/s (1e9 bytes per second)
+  flops                REAL,              -- floating-point operations
+  arithmetic_intensity REAL,              -- flops per DRAM byte
+  bottleneck           TEXT,              -- bottleneck class
+  bottleneck_why       TEXT               -- the figures behind it
+);
+CREATE TABLE modules (
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+  time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+);
+CREATE TABLE kernel_families (
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
+  time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+);
+
+-- Aggregated counters of each group, long format (pivot on metric for a wide table).
+CREATE TABLE group_metrics (
+  group_kind TEXT NOT NULL,     -- operator | module | family
+  group_id   INTEGER NOT NULL,  -- operators.id, modules.id or kernel_families.id
+  key        TEXT NOT NULL,     -- the group's key, repeated so that no join is needed
+  metric_id  INTEGER NOT NULL,  -- metrics.id
+  metric     TEXT NOT NULL,     -- metrics.name, repeated for the same reason
+  value      REAL NOT NULL,
+  PRIMARY KEY (group_kind, group_id, metric_id)
+) WITHOUT ROWID;
+
+-- One row: how much kernel time attribution explained, and how ncu matching went.
+CREATE TABLE coverage (
+  kernel_time_ns               INTEGER NOT NULL,  -- activities of kind kernel only
+  kernels                      INTEGER NOT NULL,
+  attributed_ns                INTEGER NOT NULL,  -- kernel time with an operator
+  module_attributed_ns         INTEGER NOT NULL,  -- kernel time with a module path
+  opaque_ns                    INTEGER NOT NULL,  -- kernel time inside opaque library backends
+  path_correlation_ns          INTEGER NOT NULL,
+  path_enclosure_ns            INTEGER NOT NULL,
+  path_fusion_ns               INTEGER NOT NULL,
+  path_none_ns                 INTEGER NOT NULL,  -- unattributed kernel time
+  has_ncu                      INTEGER NOT NULL,  -- 1 when ncu counters were matched in
+  ncu_rows                     INTEGER NOT NULL,
+  ncu_matched                  INTEGER NOT NULL,
+  ncu_unmatched_rows           INTEGER NOT NULL,
+  ncu_unmatched_kernels        INTEGER NOT NULL,
+  ncu_grid_block_disagreements INTEGER NOT NULL
+);
+
+-- Unattributed kernel time by family and reason, largest first.
+CREATE TABLE unattributed (
+  id      INTEGER PRIMARY KEY,
+  family  TEXT NOT NULL,
+  reason  TEXT NOT NULL,
+  kernels INTEGER NOT NULL,
+  time_ns INTEGER NOT NULL
+);
+
+CREATE TABLE opaque_backends (
+  id      INTEGER PRIMARY KEY,
+  backend TEXT NOT NULL,  -- cuDNN RNN, ...
+  time_ns INTEGER NOT NULL
+);
+
+-- How the ncu matcher aligned diverging kernel sequences, one line each.
+CREATE TABLE match_notes (
+  id   INTEGER PRIMARY KEY,
+  note TEXT NOT NULL
+);
+
+-- Every activity with its name and attribution: the table most analyses start from.
+CREATE VIEW kernel_view AS
+SELECT k.id, k.kind, n.name, n.mangled, k.pid, k.device, k.context, k.stream, k.start_ns, k.end_ns, k.duration_ns,
+       k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.correlation, k.external_id, k.graph_id,
+       k.graph_node, k.registers_per_thread, k.shared_mem_bytes, k.bytes,
+       a.path, a.confidence, a.op, a.top_op, a.module, a.module_source, a.fused_ops, a.fx_nodes,
+       a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend
+FROM kernels k
+JOIN kernel_names n ON n.id = k.name_id
+LEFT JOIN attribution a ON a.kernel_id = k.id;
+
+-- Counter values with the metric's name and unit.
+CREATE VIEW kernel_metric_view AS
+SELECT km.kernel_id, m.name AS metric, m.unit, km.value
+FROM kernel_metrics km
+JOIN metrics m ON m.id = km.metric_id;

@@ -1,0 +1,132 @@
+#include "opprof/report/json.hpp"
+
+#include "opprof/report/json_writer.hpp"
+
+namespace opprof {
+namespace {
+
+// Derived figures use -1 for unknown; JSON says null.
+void derived(JsonWriter& j, std::string_view key, double v) {
+  j.key(key);
+  if (v < 0)
+    j.null();
+  else
+    j.number(v);
+}
+
+void text_or_null(JsonWriter& j, std::string_view key, const std::string& v) {
+  j.key(key);
+  if (v.empty())
+    j.null();
+  else
+    j.string(v);
+}
+
+void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
+  j.key(key).begin_array();
+  for (const GroupLine& line : lines) {
+    const GroupStats& g = line.stats;
+    j.begin_object();
+    j.key("name").string(g.key);
+    text_or_null(j, "fused_ops", g.fused_ops);
+    j.key("kernels").unsigned_integer(g.kernels);
+    j.key("time_ns").integer(g.time_ns);
+    j.key("time_pct").number(line.time_pct);
+    j.key("counted_time_ns").integer(g.counted_time_ns);
+    text_or_null(j, "bottleneck", g.bottleneck);
+    text_or_null(j, "bottleneck_why", g.bottleneck_why);
+    j.key("sm_pct").number(line.counters.sm_pct);
+    j.key("dram_pct").number(line.counters.dram_pct);
+    j.key("tensor_pct").number(line.counters.tensor_pct);
+    j.key("occupancy_pct").number(line.counters.occupancy_pct);
+    derived(j, "dram_bytes", g.dram_bytes);
+    derived(j, "dram_gbps", g.dram_bandwidth_gbps);
+    derived(j, "flops", g.flops);
+    derived(j, "arithmetic_intensity", g.arithmetic_intensity);
+    j.end_object();
+  }
+  j.end_array();
+}
+
+void string_array(JsonWriter& j, std::string_view key, const std::vector<std::string>& items) {
+  j.key(key).begin_array();
+  for (const std::string& item : items) j.string(item);
+  j.end_array();
+}
+
+}  // namespace
+
+std::string render_json_report(const ProfileReader& profile, const ReportOptions& options) {
+  const ReportSummary s = summarize_profile(profile, options);
+  const Coverage& c = s.coverage;
+  auto path_ns = [&](AttributionPath p) { return c.by_path_ns[static_cast<int>(p)]; };
+  constexpr std::pair<const char*, AttributionPath> kPaths[] = {{"correlation", AttributionPath::kCorrelation},
+                                                                {"enclosure", AttributionPath::kEnclosure},
+                                                                {"fusion", AttributionPath::kFusion},
+                                                                {"none", AttributionPath::kNone}};
+  JsonWriter j;
+  j.begin_object();
+  j.key("profile").string(s.path);
+  j.key("schema_version").integer(s.schema_version);
+  j.key("metadata").begin_object();
+  for (const auto& [key, value] : s.metadata) j.key(key).string(value);
+  j.end_object();
+
+  j.key("kernel_time_ns").integer(c.kernel_time_ns);
+  j.key("kernels").unsigned_integer(c.kernels);
+  j.key("attributed_ns").integer(c.attributed_ns);
+  j.key("attributed_pct").number(c.pct(c.attributed_ns));
+  j.key("module_attributed_ns").integer(c.module_attributed_ns);
+  j.key("module_attributed_pct").number(c.pct(c.module_attributed_ns));
+  j.key("opaque_backend_ns").integer(c.opaque_ns);
+  j.key("opaque_backend_pct").number(c.pct(c.opaque_ns));
+  j.key("by_path").begin_object();
+  for (const auto& [name, p] : kPaths) j.key(name).number(c.pct(path_ns(p)));
+  j.end_object();
+  j.key("by_path_ns").begin_object();
+  for (const auto& [name, p] : kPaths) j.key(name).integer(path_ns(p));
+  j.end_object();
+
+  j.key("opaque_backends").begin_array();
+  for (const auto& [backend, ns] : c.opaque_backends)
+    j.begin_object().key("backend").string(backend).key("time_ns").integer(ns).key("pct").number(c.pct(ns)).end_object();
+  j.end_array();
+
+  j.key("unattributed").begin_array();
+  for (const UnattributedGroup& u : c.unattributed) {
+    j.begin_object();
+    j.key("family").string(u.family);
+    j.key("reason").string(u.reason);
+    j.key("kernels").unsigned_integer(u.kernels);
+    j.key("time_ns").integer(u.time_ns);
+    j.key("pct").number(c.pct(u.time_ns));
+    j.end_object();
+  }
+  j.end_array();
+
+  j.key("ncu").begin_object();
+  j.key("available").boolean(c.has_ncu);
+  j.key("rows").unsigned_integer(c.ncu_rows);
+  j.key("matched").unsigned_integer(c.ncu_matched);
+  j.key("unmatched_rows").unsigned_integer(c.ncu_unmatched_rows);
+  j.key("unmatched_kernels").unsigned_integer(c.ncu_unmatched_kernels);
+  j.key("grid_block_disagreements").unsigned_integer(c.ncu_grid_block_disagreements);
+  j.key("identity");
+  if (!c.has_ncu)
+    j.null();
+  else
+    j.string(profile.meta("ncu.used_mangled_names") == "true" ? "mangled" : "base_name_grid_block");
+  string_array(j, "missing_metrics", s.missing_metrics);
+  string_array(j, "notes", s.match_notes);
+  j.end_object();
+
+  write_groups(j, "operators", s.operators);
+  j.key("operator_count").unsigned_integer(s.operator_count);
+  write_groups(j, "modules", s.modules);
+  j.key("module_count").unsigned_integer(s.module_count);
+  string_array(j, "warnings", s.warnings);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+}  // namespace opprof

@@ -1,0 +1,29 @@
+#pragma once
+// `opprof report --json profile.db`: the report's summary as one JSON object, for scripts and CI.
+//
+// Top-level keys (percentages are of kernel time, 0..100; unknown numbers are null):
+//   profile, schema_version, metadata {key: value}
+//   kernel_time_ns, kernels, attributed_ns, attributed_pct, module_attributed_ns, module_attributed_pct,
+//   opaque_backend_ns, opaque_backend_pct
+//   by_path {correlation, enclosure, fusion, none}            percent of kernel time per attribution path
+//   by_path_ns {correlation, enclosure, fusion, none}
+//   opaque_backends [{backend, time_ns, pct}]
+//   unattributed [{family, reason, kernels, time_ns, pct}]    every group, largest first
+//   ncu {available, rows, matched, unmatched_rows, unmatched_kernels, grid_block_disagreements,
+//        identity, missing_metrics [..], notes [..]}
+//   operators, modules [{name, fused_ops, kernels, time_ns, time_pct, counted_time_ns, bottleneck,
+//        bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps, flops,
+//        arithmetic_intensity}]                               the top ReportOptions::top, largest first
+//   operator_count, module_count                              all groups in the profile
+//   warnings [..]
+#include <string>
+
+#include "opprof/report/summary.hpp"
+#include "opprof/store/profile_reader.hpp"
+
+namespace opprof {
+
+// The JSON document, pretty-printed, ending in a newline.
+std::string render_json_report(const ProfileReader& profile, const ReportOptions& options = {});
+
+}  // namespace opprof

@@ -1,0 +1,596 @@
+// Writer of the profile database (schema: data/profile_schema.sql, docs/schema.md).
+//
+// Speed: one transaction; statements prepared once and rebound; the large tables inserted many rows per
+// statement; strings bound without copies from the timeline's string arena; indices built after the
+// rows are in.
+//
+// Atomicity and durability: the database is built under "<path>.tmp-<pid>" in the same directory with
+// journal_mode=OFF and synchronous=OFF. A rollback journal would only protect a file that nobody can
+// see yet and that is deleted on any failure, so it would cost a second write of every page for
+// nothing. Durability matters once, at the end: after COMMIT and close, the temporary file is fsync'ed,
+// renamed over path (atomic on POSIX within one file system), and the directory is fsync'ed so that the
+// rename itself survives a crash. Readers therefore see either the old file or the complete new one.
+#include "opprof/store/profile_db.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+
+#include "opprof/store/schema_names.hpp"
+#include "opprof/store/sqlite.hpp"
+#include "opprof/util/embedded.hpp"
+#include "opprof/util/error.hpp"
+
+namespace opprof {
+namespace {
+
+using sqlite::Statement;
+
+// Page size of the file: larger pages mean fewer B-tree splits while loading and fewer reads when a
+// report scans a whole table; 16 KiB stays cheap for the few point lookups reports make.
+constexpr int kPageSize = 16384;
+// Written to the SQLite header so that tools (`file`, the reader) can tell an opprof profile at a glance.
+constexpr std::int64_t kApplicationId = 0x6f707066;  // "oppf"
+// Rows per INSERT statement for the large tables (see Writer::insert_rows).
+constexpr std::size_t kBatchRows = 64;
+
+std::string utc_now_iso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::int64_t as_i64(std::uint64_t v) { return static_cast<std::int64_t>(v); }
+
+// Every column of a table must have one entry per row; a reader that filled one column short would
+// otherwise make the writer read past a vector's end.
+template <typename... Columns>
+void check_columns(const char* table, std::size_t rows, const Columns&... columns) {
+  std::size_t sizes[] = {columns.size()...};
+  for (std::size_t s : sizes)
+    if (s != rows)
+      throw OutputError(fmt::format("{}: a column has {} entries where {} rows are expected", table, s, rows));
+}
+
+void validate_inputs(const ProfileInputs& in) {
+  if (!in.timeline || !in.attribution || !in.coverage)
+    throw OutputError("a timeline, its attribution and its coverage are required");
+  const Timeline& tl = *in.timeline;
+  const KernelTable& k = tl.kernels;
+  check_columns("kernels", k.size(), k.kind, k.name, k.mangled, k.pid, k.device, k.context, k.stream, k.start_ns,
+                k.end_ns, k.grid, k.block, k.correlation, k.external_id, k.graph_id, k.graph_node,
+                k.registers_per_thread, k.shared_mem_bytes, k.bytes);
+  const LaunchTable& l = tl.launches;
+  check_columns("launches", l.size(), l.api, l.pid, l.tid, l.cpu_start_ns, l.cpu_end_ns, l.correlation, l.external_id);
+  const RangeTable& r = tl.ranges;
+  check_columns("ranges", r.size(), r.kind, r.scope, r.text, r.domain, r.pid, r.owner, r.device, r.start_ns, r.end_ns,
+                r.external_id, r.depth);
+  const AttributionTable& a = *in.attribution;
+  check_columns("attribution", k.size(), a.path, a.confidence, a.op_range, a.op, a.top_op, a.module, a.module_source,
+                a.fused_ops, a.fx_nodes, a.provenance_handle, a.source_line, a.family, a.reason, a.opaque,
+                a.opaque_backend);
+  if (const KernelMetrics* km = in.kernel_metrics) {
+    if (km->kernels != k.size() || km->values.size() != km->kernels * km->metrics.size())
+      throw OutputError(fmt::format(
+          "kernel metrics hold {} values for {} kernels x {} metrics, the timeline "
+          "has {} kernels",
+          km->values.size(), km->kernels, km->metrics.size(), k.size()));
+    if (km->units.size() != km->metrics.size())
+      throw OutputError("kernel metrics have a different number of units and metrics");
+  }
+  if (const NcuTable* ncu = in.ncu) {
+    check_columns("ncu rows", ncu->rows(), ncu->id, ncu->pid, ncu->kernel_name, ncu->context, ncu->stream, ncu->device,
+                  ncu->grid, ncu->block, ncu->line);
+    if (in.match && in.match->kernel_for_ncu_row.size() != ncu->rows())
+      throw OutputError(fmt::format("the ncu match covers {} rows, the ncu table has {}",
+                                    in.match->kernel_for_ncu_row.size(), ncu->rows()));
+  }
+  if (in.aggregates) {
+    std::size_t metrics = in.kernel_metrics ? in.kernel_metrics->metrics.size() : 0;
+    for (const auto* groups : {&in.aggregates->operators, &in.aggregates->modules, &in.aggregates->families})
+      for (const GroupStats& g : *groups)
+        if (!g.metric.empty() && g.metric.size() != metrics)
+          throw OutputError(fmt::format(
+              "group '{}' has {} aggregated metrics, the profile has {} metrics", g.key,
+              g.metric.size(), metrics));
+  }
+}
+
+class Writer {
+ public:
+  Writer(sqlite::Database& db, const ProfileInputs& in)
+      : db_(db),
+        in_(in),
+        tl_(*in.timeline),
+        max_parameters_(static_cast<std::size_t>(sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1))) {}
+
+  void write() {
+    write_meta();
+    write_kernels();
+    write_launches();
+    write_ranges();
+    write_attribution();
+    write_metrics();
+    write_ncu_rows();
+    if (in_.aggregates) {
+      write_groups(GroupBy::kOperator, in_.aggregates->operators);
+      write_groups(GroupBy::kModule, in_.aggregates->modules);
+      write_groups(GroupBy::kFamily, in_.aggregates->families);
+    }
+    write_coverage();
+    write_match_notes();
+    db_.exec(embedded_file("profile_indices.sql"));
+  }
+
+ private:
+  // The text of an interned string, checked against the string table: an id from another timeline
+  // would otherwise read outside the table.
+  std::string_view text(StrId id, std::string_view table, std::size_t row, std::string_view column) const {
+    if (id >= tl_.strings.size())
+      throw OutputError(fmt::format(
+          "{} row {}: {} has string id {}, but the timeline's string table has {} "
+          "strings",
+          table, row, column, id, tl_.strings.size()));
+    return tl_.str(id);
+  }
+  // Binds an interned string, or NULL for kNoString (unknown).
+  void bind_str(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
+    if (id == kNoString)
+      s.bind_null(i);
+    else
+      s.bind_text(i, text(id, table, row, column));
+  }
+  // Binds an interned string that the schema declares NOT NULL: unknown becomes "".
+  void bind_str_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
+                         std::string_view column) {
+    s.bind_text(i, id == kNoString ? std::string_view() : text(id, table, row, column));
+  }
+  static void bind_optional_id(Statement& s, int i, std::uint64_t v) {
+    if (v == 0)
+      s.bind_null(i);
+    else
+      s.bind_int(i, as_i64(v));
+  }
+  static void bind_dim(Statement& s, int first, const Dim3& d) {
+    if (!d.known()) {
+      for (int j = 0; j < 3; ++j) s.bind_null(first + j);
+      return;
+    }
+    s.bind_int(first, d.x);
+    s.bind_int(first + 1, d.y);
+    s.bind_int(first + 2, d.z);
+  }
+  // Derived group figures use -1 for unknown; the database uses NULL, which SQL aggregates skip.
+  static void bind_derived(Statement& s, int i, double v) {
+    if (v < 0 || !std::isfinite(v))
+      s.bind_null(i);
+    else
+      s.bind_double(i, v);
+  }
+
+  void put_meta(Statement& s, std::string_view key, std::string_view value) {
+    s.bind_text(1, key);
+    s.bind_text(2, value);
+    s.run();
+  }
+
+  void write_meta() {
+    Statement s(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)");
+    // Defaults first, so that facts the caller knows better (a fixed created_at in a test) replace them.
+    put_meta(s, "opprof_version", OPPROF_VERSION);
+    put_meta(s, "created_at", utc_now_iso8601());
+    for (const auto& [key, value] : in_.metadata) put_meta(s, key, value);
+    // The timeline's own facts get a prefix: its "source" is not the profile's.
+    for (const auto& [key, value] : tl_.metadata) put_meta(s, "timeline." + key, value);
+    if (in_.ncu) {
+      put_meta(s, "ncu.path", in_.ncu->path);
+      put_meta(s, "ncu.rows", std::to_string(in_.ncu->rows()));
+    }
+    if (in_.match) put_meta(s, "ncu.used_mangled_names", in_.match->used_mangled_names ? "true" : "false");
+    // Last, so nothing can replace it.
+    put_meta(s, "schema_version", std::to_string(kProfileSchemaVersion));
+  }
+
+  // Inserts the rows of one table in batches: one statement carries up to kBatchRows rows
+  // ("VALUES (..), (..), .."), which spreads SQLite's per-statement cost (opening a cursor, checking the
+  // transaction, resetting) over many rows. bind_row(statement, first_parameter, row) binds one row.
+  template <typename BindRow>
+  void insert_rows(std::string_view table, std::string_view columns, int n_columns, std::size_t rows,
+                   BindRow&& bind_row) {
+    const std::size_t per_batch =
+        std::max<std::size_t>(1, std::min<std::size_t>(kBatchRows, max_parameters_ / n_columns));
+    std::unique_ptr<Statement> full, tail;
+    for (std::size_t start = 0; start < rows; start += per_batch) {
+      const std::size_t n = std::min(per_batch, rows - start);
+      std::unique_ptr<Statement>& s = n == per_batch ? full : tail;
+      if (!s) s = std::make_unique<Statement>(db_, insert_sql(table, columns, n_columns, n));
+      for (std::size_t r = 0; r < n; ++r) bind_row(*s, static_cast<int>(r) * n_columns + 1, start + r);
+      s->run();
+    }
+  }
+
+  static std::string insert_sql(std::string_view table, std::string_view columns, int n_columns, std::size_t rows) {
+    std::string tuple = "(?";
+    for (int c = 1; c < n_columns; ++c) tuple += ",?";
+    tuple += ')';
+    std::string sql = fmt::format("INSERT INTO {} ({}) VALUES ", table, columns);
+    sql.reserve(sql.size() + rows * (tuple.size() + 1));
+    for (std::size_t r = 0; r < rows; ++r) {
+      if (r) sql += ',';
+      sql += tuple;
+    }
+    return sql;
+  }
+
+  void write_kernels() {
+    const KernelTable& k = tl_.kernels;
+    // Distinct (name, mangled) pairs, numbered in order of first appearance.
+    std::unordered_map<std::uint64_t, std::int64_t> name_ids;
+    Statement names(db_, "INSERT INTO kernel_names (id, name, mangled) VALUES (?1, ?2, ?3)");
+    std::uint64_t last_key = std::numeric_limits<std::uint64_t>::max();
+    std::int64_t last_id = -1;
+    auto name_id = [&](std::size_t i) {
+      std::uint64_t key = (std::uint64_t{k.name[i]} << 32) | k.mangled[i];
+      if (key == last_key) return last_id;  // consecutive launches of one kernel are common
+      auto [it, inserted] = name_ids.try_emplace(key, static_cast<std::int64_t>(name_ids.size()));
+      if (inserted) {
+        names.bind_int(1, it->second);
+        bind_str_required(names, 2, k.name[i], "kernels", i, "name");
+        bind_str(names, 3, k.mangled[i], "kernels", i, "mangled");
+        names.run();
+      }
+      last_key = key;
+      last_id = it->second;
+      return last_id;
+    };
+    insert_rows("kernels",
+                "id, kind, name_id, pid, device, context, stream, start_ns, end_ns, duration_ns, grid_x, grid_y, "
+                "grid_z, block_x, block_y, block_z, correlation, external_id, graph_id, graph_node, "
+                "registers_per_thread, shared_mem_bytes, bytes",
+                23, k.size(), [&](Statement& s, int p, std::size_t i) {
+                  s.bind_int(p, static_cast<std::int64_t>(i));
+                  s.bind_text(p + 1, schema::activity_kind(k.kind[i]));
+                  s.bind_int(p + 2, name_id(i));
+                  s.bind_int(p + 3, k.pid[i]);
+                  s.bind_int(p + 4, k.device[i]);
+                  s.bind_int(p + 5, k.context[i]);
+                  s.bind_int(p + 6, k.stream[i]);
+                  s.bind_int(p + 7, k.start_ns[i]);
+                  s.bind_int(p + 8, k.end_ns[i]);
+                  s.bind_int(p + 9, k.duration_ns(i));
+                  bind_dim(s, p + 10, k.grid[i]);
+                  bind_dim(s, p + 13, k.block[i]);
+                  bind_optional_id(s, p + 16, k.correlation[i]);
+                  bind_optional_id(s, p + 17, k.external_id[i]);
+                  bind_optional_id(s, p + 18, k.graph_id[i]);
+                  bind_optional_id(s, p + 19, k.graph_node[i]);
+                  bind_optional_id(s, p + 20, k.registers_per_thread[i]);
+                  s.bind_int(p + 21, k.shared_mem_bytes[i]);
+                  s.bind_int(p + 22, as_i64(k.bytes[i]));
+                });
+  }
+
+  void write_launches() {
+    const LaunchTable& l = tl_.launches;
+    insert_rows("launches", "id, api, pid, tid, cpu_start_ns, cpu_end_ns, correlation, external_id", 8, l.size(),
+                [&](Statement& s, int p, std::size_t i) {
+                  s.bind_int(p, static_cast<std::int64_t>(i));
+                  bind_str_required(s, p + 1, l.api[i], "launches", i, "api");
+                  s.bind_int(p + 2, l.pid[i]);
+                  s.bind_int(p + 3, as_i64(l.tid[i]));
+                  s.bind_int(p + 4, l.cpu_start_ns[i]);
+                  s.bind_int(p + 5, l.cpu_end_ns[i]);
+                  bind_optional_id(s, p + 6, l.correlation[i]);
+                  bind_optional_id(s, p + 7, l.external_id[i]);
+                });
+  }
+
+  void write_ranges() {
+    const RangeTable& r = tl_.ranges;
+    insert_rows("ranges", "id, kind, scope, text, domain, pid, owner, device, start_ns, end_ns, depth, external_id", 12,
+                r.size(), [&](Statement& s, int p, std::size_t i) {
+                  s.bind_int(p, static_cast<std::int64_t>(i));
+                  s.bind_text(p + 1, schema::range_kind(r.kind[i]));
+                  s.bind_text(p + 2, schema::range_scope(r.scope[i]));
+                  bind_str_required(s, p + 3, r.text[i], "ranges", i, "text");
+                  bind_str(s, p + 4, r.domain[i], "ranges", i, "domain");
+                  s.bind_int(p + 5, r.pid[i]);
+                  s.bind_int(p + 6, as_i64(r.owner[i]));
+                  s.bind_int(p + 7, r.device[i]);
+                  s.bind_int(p + 8, r.start_ns[i]);
+                  s.bind_int(p + 9, r.end_ns[i]);
+                  if (r.depth[i] < 0)
+                    s.bind_null(p + 10);
+                  else
+                    s.bind_int(p + 10, r.depth[i]);
+                  bind_optional_id(s, p + 11, r.external_id[i]);
+                });
+  }
+
+  void write_attribution() {
+    const AttributionTable& a = *in_.attribution;
+    const std::size_t ranges = tl_.ranges.size();
+    insert_rows("attribution",
+                "kernel_id, path, confidence, op_range_id, op, top_op, module, module_source, fused_ops, fx_nodes, "
+                "provenance_handle, source_line, family, reason, opaque, opaque_backend",
+                16, a.size(), [&](Statement& s, int p, std::size_t i) {
+                  s.bind_int(p, static_cast<std::int64_t>(i));
+                  s.bind_text(p + 1, schema::attribution_path(a.path[i]));
+                  // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
+                  s.bind_double(p + 2, static_cast<double>(a.confidence[i]));
+                  if (a.op_range[i] == kNoIndex) {
+                    s.bind_null(p + 3);
+                  } else if (a.op_range[i] >= ranges) {
+                    throw OutputError(fmt::format(
+                        "attribution row {}: operator range {} is not in the timeline ({} ranges)", i,
+                        a.op_range[i], ranges));
+                  } else {
+                    s.bind_int(p + 3, a.op_range[i]);
+                  }
+                  bind_str(s, p + 4, a.op[i], "attribution", i, "op");
+                  bind_str(s, p + 5, a.top_op[i], "attribution", i, "top_op");
+                  bind_str(s, p + 6, a.module[i], "attribution", i, "module");
+                  s.bind_text(p + 7, schema::module_source(a.module_source[i]));
+                  bind_str(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
+                  bind_str(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
+                  bind_str(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
+                  bind_str(s, p + 11, a.source_line[i], "attribution", i, "source_line");
+                  bind_str(s, p + 12, a.family[i], "attribution", i, "family");
+                  bind_str(s, p + 13, a.reason[i], "attribution", i, "reason");
+                  s.bind_int(p + 14, a.opaque[i] ? 1 : 0);
+                  bind_str(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
+                });
+  }
+
+  void write_metrics() {
+    const KernelMetrics* km = in_.kernel_metrics;
+    if (!km) return;
+    Statement s(db_,
+                "INSERT INTO metrics (id, name, unit, aggregate, axis, reason, present) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    const std::size_t present = km->metrics.size();
+    for (std::size_t m = 0; m < present; ++m) {
+      const MetricSpec& spec = km->metrics[m];
+      s.bind_int(1, static_cast<std::int64_t>(m));
+      s.bind_text(2, spec.name);
+      s.bind_text(3, km->units[m]);
+      s.bind_text(4, to_string(spec.aggregate));
+      s.bind_text(5, spec.axis);
+      s.bind_text(6, spec.reason);
+      s.bind_int(7, 1);
+      s.run();
+    }
+    for (std::size_t j = 0; j < km->missing.size(); ++j) {
+      s.bind_int(1, static_cast<std::int64_t>(present + j));
+      s.bind_text(2, km->missing[j]);
+      for (int c = 3; c <= 6; ++c) s.bind_null(c);
+      s.bind_int(7, 0);
+      s.run();
+    }
+    // Only values present: kernels without an ncu row, and metrics a row lacks, have no row here.
+    std::vector<std::size_t> cells;
+    for (std::size_t c = 0; c < km->values.size(); ++c)
+      if (std::isfinite(km->values[c])) cells.push_back(c);
+    insert_rows("kernel_metrics", "kernel_id, metric_id, value", 3, cells.size(),
+                [&](Statement& v, int p, std::size_t i) {
+                  v.bind_int(p, static_cast<std::int64_t>(cells[i] / present));
+                  v.bind_int(p + 1, static_cast<std::int64_t>(cells[i] % present));
+                  v.bind_double(p + 2, km->values[cells[i]]);
+                });
+  }
+
+  void write_ncu_rows() {
+    const NcuTable* ncu = in_.ncu;
+    if (!ncu) return;
+    Statement s(db_,
+                "INSERT INTO ncu_rows (row, ncu_id, pid, context, stream, device, kernel_name, grid_x, grid_y, grid_z, "
+                "block_x, block_y, block_z, csv_line, matched_kernel_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                "?10, ?11, ?12, ?13, ?14, ?15)");
+    for (std::size_t r = 0; r < ncu->rows(); ++r) {
+      s.bind_int(1, static_cast<std::int64_t>(r));
+      s.bind_int(2, as_i64(ncu->id[r]));
+      s.bind_int(3, ncu->pid[r]);
+      s.bind_int(4, ncu->context[r]);
+      s.bind_int(5, ncu->stream[r]);
+      s.bind_int(6, ncu->device[r]);
+      s.bind_text(7, ncu->kernel_name[r]);
+      bind_dim(s, 8, ncu->grid[r]);
+      bind_dim(s, 11, ncu->block[r]);
+      if (ncu->line[r] == 0)
+        s.bind_null(14);
+      else
+        s.bind_int(14, as_i64(ncu->line[r]));
+      std::uint32_t kernel = in_.match ? in_.match->kernel_for_ncu_row[r] : kNoIndex;
+      if (kernel == kNoIndex)
+        s.bind_null(15);
+      else
+        s.bind_int(15, kernel);
+      s.run();
+    }
+  }
+
+  void write_groups(GroupBy by, const std::vector<GroupStats>& groups) {
+    Statement s(db_, fmt::format("INSERT INTO {} (id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, "
+                                 "dram_bytes, dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, "
+                                 "bottleneck_why) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                 schema::group_table(by)));
+    Statement gm(db_,
+                 "INSERT INTO group_metrics (group_kind, group_id, key, metric_id, metric, value) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    const std::string_view kind = schema::group_kind(by);
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      const GroupStats& g = groups[i];
+      s.bind_int(1, static_cast<std::int64_t>(i));
+      s.bind_text(2, g.key);
+      if (g.fused_ops.empty())
+        s.bind_null(3);
+      else
+        s.bind_text(3, g.fused_ops);
+      s.bind_int(4, as_i64(g.kernels));
+      s.bind_int(5, g.time_ns);
+      s.bind_double(6, g.time_share);
+      s.bind_int(7, g.counted_time_ns);
+      bind_derived(s, 8, g.dram_bytes);
+      bind_derived(s, 9, g.dram_bandwidth_gbps);
+      bind_derived(s, 10, g.flops);
+      bind_derived(s, 11, g.arithmetic_intensity);
+      if (g.bottleneck.empty())
+        s.bind_null(12);
+      else
+        s.bind_text(12, g.bottleneck);
+      if (g.bottleneck_why.empty())
+        s.bind_null(13);
+      else
+        s.bind_text(13, g.bottleneck_why);
+      s.run();
+      for (std::size_t m = 0; m < g.metric.size(); ++m) {
+        if (!std::isfinite(g.metric[m])) continue;
+        gm.bind_text(1, kind);
+        gm.bind_int(2, static_cast<std::int64_t>(i));
+        gm.bind_text(3, g.key);
+        gm.bind_int(4, static_cast<std::int64_t>(m));
+        gm.bind_text(5, in_.kernel_metrics->metrics[m].name);
+        gm.bind_double(6, g.metric[m]);
+        gm.run();
+      }
+    }
+  }
+
+  void write_coverage() {
+    const Coverage& c = *in_.coverage;
+    Statement s(db_,
+                "INSERT INTO coverage (kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, "
+                "path_correlation_ns, path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, "
+                "ncu_unmatched_rows, ncu_unmatched_kernels, ncu_grid_block_disagreements) VALUES (?1, ?2, ?3, ?4, ?5, "
+                "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    s.bind_int(1, c.kernel_time_ns);
+    s.bind_int(2, as_i64(c.kernels));
+    s.bind_int(3, c.attributed_ns);
+    s.bind_int(4, c.module_attributed_ns);
+    s.bind_int(5, c.opaque_ns);
+    s.bind_int(6, c.by_path_ns[static_cast<int>(AttributionPath::kCorrelation)]);
+    s.bind_int(7, c.by_path_ns[static_cast<int>(AttributionPath::kEnclosure)]);
+    s.bind_int(8, c.by_path_ns[static_cast<int>(AttributionPath::kFusion)]);
+    s.bind_int(9, c.by_path_ns[static_cast<int>(AttributionPath::kNone)]);
+    s.bind_int(10, c.has_ncu ? 1 : 0);
+    s.bind_int(11, static_cast<std::int64_t>(c.ncu_rows));
+    s.bind_int(12, static_cast<std::int64_t>(c.ncu_matched));
+    s.bind_int(13, static_cast<std::int64_t>(c.ncu_unmatched_rows));
+    s.bind_int(14, static_cast<std::int64_t>(c.ncu_unmatched_kernels));
+    s.bind_int(15, static_cast<std::int64_t>(c.ncu_grid_block_disagreements));
+    s.run();
+
+    Statement u(db_, "INSERT INTO unattributed (id, family, reason, kernels, time_ns) VALUES (?1, ?2, ?3, ?4, ?5)");
+    for (std::size_t i = 0; i < c.unattributed.size(); ++i) {
+      const UnattributedGroup& g = c.unattributed[i];
+      u.bind_int(1, static_cast<std::int64_t>(i));
+      u.bind_text(2, g.family);
+      u.bind_text(3, g.reason);
+      u.bind_int(4, as_i64(g.kernels));
+      u.bind_int(5, g.time_ns);
+      u.run();
+    }
+    Statement o(db_, "INSERT INTO opaque_backends (id, backend, time_ns) VALUES (?1, ?2, ?3)");
+    for (std::size_t i = 0; i < c.opaque_backends.size(); ++i) {
+      o.bind_int(1, static_cast<std::int64_t>(i));
+      o.bind_text(2, c.opaque_backends[i].first);
+      o.bind_int(3, c.opaque_backends[i].second);
+      o.run();
+    }
+  }
+
+  void write_match_notes() {
+    if (!in_.match) return;
+    Statement s(db_, "INSERT INTO match_notes (id, note) VALUES (?1, ?2)");
+    for (std::size_t i = 0; i < in_.match->notes.size(); ++i) {
+      s.bind_int(1, static_cast<std::int64_t>(i));
+      s.bind_text(2, in_.match->notes[i]);
+      s.run();
+    }
+  }
+
+  sqlite::Database& db_;
+  const ProfileInputs& in_;
+  const Timeline& tl_;
+  std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
+};
+
+// Flushes a file's data to the device; throws on failure, since the rename would then publish a file
+// that may not survive a crash.
+void fsync_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw OutputError(fmt_errno(fmt::format("cannot open {} to flush it", path)));
+  if (::fsync(fd) != 0) {
+    std::string msg = fmt_errno(fmt::format("cannot flush {} to disk", path));
+    ::close(fd);
+    throw OutputError(msg);
+  }
+  ::close(fd);
+}
+
+// Makes a rename in dir durable. Best effort: some file systems refuse fsync on a directory, and by now
+// the new file is already in place, so a failure here must not turn a finished write into an error.
+void fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+void remove_quietly(const std::string& path) { (void)std::remove(path.c_str()); }
+
+}  // namespace
+
+void write_profile_db(const std::string& path, const ProfileInputs& in) {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  try {
+    validate_inputs(in);
+    // A file left by an earlier process with the same pid would otherwise be opened and appended to.
+    remove_quietly(tmp);
+    {
+      sqlite::Database db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+      // page_size must precede the first table; the rest trade crash safety of the invisible temporary
+      // file for speed (see the top of this file).
+      db.exec(fmt::format(
+          "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+          "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
+          "PRAGMA application_id = {}; PRAGMA user_version = {};",
+          kPageSize, kApplicationId, kProfileSchemaVersion));
+      db.exec("BEGIN");
+      db.exec(embedded_file("profile_schema.sql"));
+      Writer(db, in).write();
+      db.exec("COMMIT");
+      db.close();
+    }
+    fsync_file(tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", tmp, path)));
+  } catch (const sqlite::SqliteError& e) {
+    remove_quietly(tmp);
+    throw OutputError(fmt::format("cannot write profile database {}: SQLite: {}", path, e.what()));
+  } catch (const OutputError& e) {
+    remove_quietly(tmp);
+    throw OutputError(fmt::format("cannot write profile database {}: {}", path, e.what()));
+  } catch (...) {
+    remove_quietly(tmp);
+    throw;
+  }
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  fsync_directory(dir.empty() ? std::string(".") : dir.string());
+}
+
+}  // namespace opprof

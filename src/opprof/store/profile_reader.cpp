@@ -1,0 +1,267 @@
+#include "opprof/store/profile_reader.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <charconv>
+#include <unordered_map>
+
+#include "opprof/store/profile_db.hpp"
+#include "opprof/store/schema_names.hpp"
+#include "opprof/store/sqlite.hpp"
+#include "opprof/util/error.hpp"
+
+namespace opprof {
+
+using sqlite::Statement;
+
+struct ProfileReader::Impl {
+  std::string path;
+  std::unique_ptr<sqlite::Database> db;
+  int schema_version = 0;
+  std::map<std::string, std::string> metadata;
+  Coverage coverage;
+  std::vector<ProfileMetric> metrics;
+  std::unordered_map<std::int64_t, std::size_t> metric_by_id;
+
+  [[noreturn]] void fail(const sqlite::SqliteError& e) const { throw InputError(path, fmt::format("SQLite: {}", e.what())); }
+
+  void open() {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw InputError(path, fmt_errno("cannot open profile"));
+    if (S_ISDIR(st.st_mode)) throw InputError(path, "is a directory, not an opprof profile");
+    try {
+      db = std::make_unique<sqlite::Database>(path, SQLITE_OPEN_READONLY);
+    } catch (const sqlite::SqliteError& e) {
+      fail(e);
+    }
+    // SQLite opens any file lazily; the first read of the schema tells a database from other bytes.
+    bool has_meta = false;
+    try {
+      has_meta = db->has_table("meta");
+    } catch (const sqlite::SqliteError& e) {
+      if (e.code() == SQLITE_NOTADB) throw InputError(path, "not an opprof profile: not an SQLite database");
+      fail(e);
+    }
+    if (!has_meta) throw InputError(path, "not an opprof profile: an SQLite database without opprof's meta table");
+    try {
+      Statement q(*db, "SELECT key, value FROM meta");
+      while (q.next()) metadata.emplace(q.column_text(0), q.column_text(1));
+    } catch (const sqlite::SqliteError& e) {
+      throw InputError(path, fmt::format("not an opprof profile: its meta table cannot be read ({})", e.what()));
+    }
+    check_version();
+    try {
+      load_coverage();
+      load_metrics();
+    } catch (const sqlite::SqliteError& e) {
+      fail(e);
+    }
+  }
+
+  void check_version() {
+    auto it = metadata.find("schema_version");
+    if (it == metadata.end()) throw InputError(path, "not an opprof profile: its meta table has no schema_version");
+    const std::string& text = it->second;
+    int version = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw InputError(path, fmt::format("not an opprof profile: schema_version is '{}', not a number", text));
+    if (version != kProfileSchemaVersion) {
+      auto writer = metadata.find("opprof_version");
+      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {}{}",
+                                         version, OPPROF_VERSION, kProfileSchemaVersion,
+                                         writer == metadata.end() ? std::string()
+                                                                  : fmt::format(" (written by opprof {})", writer->second)));
+    }
+    schema_version = version;
+  }
+
+  void load_coverage() {
+    Statement q(*db,
+                "SELECT kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, path_correlation_ns, "
+                "path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, ncu_unmatched_rows, "
+                "ncu_unmatched_kernels, ncu_grid_block_disagreements FROM coverage");
+    if (!q.next()) throw InputError(path, "damaged opprof profile: the coverage table is empty");
+    Coverage& c = coverage;
+    c.kernel_time_ns = q.column_int(0);
+    c.kernels = static_cast<std::uint64_t>(q.column_int(1));
+    c.attributed_ns = q.column_int(2);
+    c.module_attributed_ns = q.column_int(3);
+    c.opaque_ns = q.column_int(4);
+    c.by_path_ns[static_cast<int>(AttributionPath::kCorrelation)] = q.column_int(5);
+    c.by_path_ns[static_cast<int>(AttributionPath::kEnclosure)] = q.column_int(6);
+    c.by_path_ns[static_cast<int>(AttributionPath::kFusion)] = q.column_int(7);
+    c.by_path_ns[static_cast<int>(AttributionPath::kNone)] = q.column_int(8);
+    c.has_ncu = q.column_int(9) != 0;
+    c.ncu_rows = static_cast<std::size_t>(q.column_int(10));
+    c.ncu_matched = static_cast<std::size_t>(q.column_int(11));
+    c.ncu_unmatched_rows = static_cast<std::size_t>(q.column_int(12));
+    c.ncu_unmatched_kernels = static_cast<std::size_t>(q.column_int(13));
+    c.ncu_grid_block_disagreements = static_cast<std::size_t>(q.column_int(14));
+
+    Statement u(*db, "SELECT family, reason, kernels, time_ns FROM unattributed ORDER BY id");
+    while (u.next())
+      c.unattributed.push_back(
+          {u.column_text(0), u.column_text(1), static_cast<std::uint64_t>(u.column_int(2)), u.column_int(3)});
+    Statement o(*db, "SELECT backend, time_ns FROM opaque_backends ORDER BY id");
+    while (o.next()) c.opaque_backends.emplace_back(o.column_text(0), o.column_int(1));
+  }
+
+  void load_metrics() {
+    Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present FROM metrics ORDER BY id");
+    while (q.next()) {
+      ProfileMetric m;
+      m.id = q.column_int(0);
+      m.name = q.column_text(1);
+      m.unit = q.column_text(2);
+      m.aggregate = q.column_text(3);
+      m.axis = q.column_text(4);
+      m.reason = q.column_text(5);
+      m.present = q.column_int(6) != 0;
+      metric_by_id.emplace(m.id, metrics.size());
+      metrics.push_back(std::move(m));
+    }
+  }
+};
+
+ProfileReader::ProfileReader(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->open();
+}
+ProfileReader::ProfileReader(ProfileReader&&) noexcept = default;
+ProfileReader& ProfileReader::operator=(ProfileReader&&) noexcept = default;
+ProfileReader::~ProfileReader() = default;
+
+const std::string& ProfileReader::path() const { return impl_->path; }
+int ProfileReader::schema_version() const { return impl_->schema_version; }
+const std::map<std::string, std::string>& ProfileReader::metadata() const { return impl_->metadata; }
+
+std::string ProfileReader::meta(std::string_view key, std::string_view fallback) const {
+  auto it = impl_->metadata.find(std::string(key));
+  return it == impl_->metadata.end() ? std::string(fallback) : it->second;
+}
+
+const Coverage& ProfileReader::coverage() const { return impl_->coverage; }
+const std::vector<ProfileMetric>& ProfileReader::metrics() const { return impl_->metrics; }
+
+std::size_t ProfileReader::metric_index(std::string_view name) const {
+  for (std::size_t i = 0; i < impl_->metrics.size(); ++i)
+    if (impl_->metrics[i].name == name) return i;
+  return npos;
+}
+
+std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) const {
+  std::vector<GroupStats> out;
+  const auto sql_limit = limit == 0 ? std::int64_t{-1} : static_cast<std::int64_t>(limit);  // -1: no limit
+  const std::size_t n_metrics = impl_->metrics.size();
+  try {
+    Statement q(*impl_->db,
+                fmt::format("SELECT id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, dram_bytes, "
+                            "dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, bottleneck_why FROM {} "
+                            "ORDER BY id LIMIT ?1",
+                            schema::group_table(by)));
+    q.bind_int(1, sql_limit);
+    // The group's id -> its position in out; ids are positions in the writer's order, but the reader
+    // does not rely on them being dense.
+    std::unordered_map<std::int64_t, std::size_t> position;
+    auto derived = [&](int c) { return q.is_null(c) ? -1.0 : q.column_double(c); };
+    while (q.next()) {
+      GroupStats g;
+      position.emplace(q.column_int(0), out.size());
+      g.key = q.column_text(1);
+      g.fused_ops = q.column_text(2);
+      g.kernels = static_cast<std::uint64_t>(q.column_int(3));
+      g.time_ns = q.column_int(4);
+      g.time_share = q.column_double(5);
+      g.counted_time_ns = q.column_int(6);
+      g.dram_bytes = derived(7);
+      g.dram_bandwidth_gbps = derived(8);
+      g.flops = derived(9);
+      g.arithmetic_intensity = derived(10);
+      g.bottleneck = q.column_text(11);
+      g.bottleneck_why = q.column_text(12);
+      g.metric.assign(n_metrics, std::numeric_limits<double>::quiet_NaN());
+      out.push_back(std::move(g));
+    }
+    if (out.empty() || n_metrics == 0) return out;
+    Statement m(*impl_->db,
+                "SELECT group_id, metric_id, value FROM group_metrics WHERE group_kind = ?1 ORDER BY group_id, "
+                "metric_id");
+    m.bind_text(1, schema::group_kind(by));
+    while (m.next()) {
+      auto g = position.find(m.column_int(0));
+      if (g == position.end()) continue;  // beyond the limit
+      auto metric = impl_->metric_by_id.find(m.column_int(1));
+      if (metric == impl_->metric_by_id.end()) continue;
+      out[g->second].metric[metric->second] = m.column_double(2);
+    }
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
+std::size_t ProfileReader::group_count(GroupBy by) const {
+  try {
+    Statement q(*impl_->db, fmt::format("SELECT count(*) FROM {}", schema::group_table(by)));
+    q.next();
+    return static_cast<std::size_t>(q.column_int(0));
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+}
+
+std::vector<std::string> ProfileReader::match_notes() const {
+  std::vector<std::string> out;
+  try {
+    Statement q(*impl_->db, "SELECT note FROM match_notes ORDER BY id");
+    while (q.next()) out.push_back(q.column_text(0));
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
+std::size_t ProfileReader::activity_count() const {
+  try {
+    Statement q(*impl_->db, "SELECT count(*) FROM kernels");
+    q.next();
+    return static_cast<std::size_t>(q.column_int(0));
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+}
+
+void ProfileReader::for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const {
+  try {
+    Statement q(*impl_->db,
+                "SELECT id, kind, name, device, stream, start_ns, end_ns, path, confidence, op, module, family, "
+                "reason, opaque_backend FROM kernel_view ORDER BY id");
+    ProfileKernel k;
+    while (q.next()) {
+      k.id = q.column_int(0);
+      k.kind = q.column_text(1);
+      k.name = q.column_text(2);
+      k.device = static_cast<std::uint32_t>(q.column_int(3));
+      k.stream = static_cast<std::uint32_t>(q.column_int(4));
+      k.start_ns = q.column_int(5);
+      k.end_ns = q.column_int(6);
+      k.path = q.column_text(7);
+      k.confidence = q.is_null(8) ? 0.0 : q.column_double(8);
+      k.op = q.column_text(9);
+      k.module = q.column_text(10);
+      k.family = q.column_text(11);
+      k.reason = q.column_text(12);
+      k.opaque_backend = q.column_text(13);
+      fn(k);
+    }
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+}
+
+sqlite3* ProfileReader::handle() const { return impl_->db->handle(); }
+
+}  // namespace opprof

@@ -1,0 +1,94 @@
+#pragma once
+// The read side of the profile database, for reports: opens a profile read-only, checks that it is an
+// opprof profile of the schema version this build reads, and gives typed access to what reports show.
+// Small tables (meta, coverage, metrics) are loaded when the file is opened; groups and kernels are
+// queried on demand.
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "opprof/metrics/aggregate.hpp"
+
+struct sqlite3;
+
+namespace opprof {
+
+// A row of the metrics table.
+struct ProfileMetric {
+  std::int64_t id = 0;
+  std::string name;       // full ncu name with rollup
+  std::string unit;       // base unit as ncu printed it
+  std::string aggregate;  // sum | wmean | max
+  std::string axis;       // bottleneck axis
+  std::string reason;
+  bool present = true;    // false: in the metric set but missing from the ncu CSV
+};
+
+// A row of kernel_view: one activity with its name and attribution. Unknown text reads as "".
+struct ProfileKernel {
+  std::int64_t id = 0;
+  std::string kind;  // kernel | memcpy | memset
+  std::string name;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::string path;  // correlation | enclosure | fusion | none
+  double confidence = 0;
+  std::string op;
+  std::string module;
+  std::string family;
+  std::string reason;
+  std::string opaque_backend;
+};
+
+class ProfileReader {
+ public:
+  // Throws InputError when the file is missing, is not an SQLite database, is not an opprof profile,
+  // or has another schema version than kProfileSchemaVersion.
+  explicit ProfileReader(const std::string& path);
+  ProfileReader(ProfileReader&&) noexcept;
+  ProfileReader& operator=(ProfileReader&&) noexcept;
+  ~ProfileReader();
+
+  const std::string& path() const;
+  int schema_version() const;
+
+  // The meta table: profile facts, "timeline.*" facts of the capture, "ncu.*" facts of the replay.
+  const std::map<std::string, std::string>& metadata() const;
+  // One meta value, or fallback when the key is absent.
+  std::string meta(std::string_view key, std::string_view fallback = "") const;
+
+  // Coverage, with unattributed and opaque_backends filled from their tables.
+  const Coverage& coverage() const;
+
+  // Every row of the metrics table, by id (present ones first).
+  const std::vector<ProfileMetric>& metrics() const;
+  // Index into metrics() of the metric of that name, or npos.
+  std::size_t metric_index(std::string_view name) const;
+  static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
+
+  // Groups of one kind, largest kernel time first; limit 0 reads all. GroupStats::metric is parallel to
+  // metrics(), NaN where the group has no value; derived figures are -1 where the database has NULL.
+  std::vector<GroupStats> groups(GroupBy by, std::size_t limit = 0) const;
+  std::size_t group_count(GroupBy by) const;
+
+  std::vector<std::string> match_notes() const;
+  std::size_t activity_count() const;  // rows of kernels: kernels, memcpy and memset
+  // Calls fn for every activity, in timeline order.
+  void for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const;
+
+  // The open connection, for queries the typed access does not cover. Read-only.
+  sqlite3* handle() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace opprof
