@@ -1,0 +1,615 @@
+#include "opprof/ingest/tracer_log.hpp"
+
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "opprof/ingest/tracer_log_format.hpp"
+#include "opprof/util/error.hpp"
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+
+RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
+  *kept = text;
+  constexpr std::string_view kModulePrefix = "nn.Module: ";
+  if (starts_with(text, kModulePrefix)) {
+    *kept = text.substr(kModulePrefix.size());
+    return RangeKind::kModule;
+  }
+  if (starts_with(text, "## Call CompiledFxGraph")) return RangeKind::kCompiledRegion;
+  // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
+  // ", input_op_ids = [...]", each present or not, in that order.
+  constexpr std::string_view kSuffixes[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+  std::size_t cut = std::string_view::npos;
+  for (std::string_view s : kSuffixes) cut = std::min(cut, text.find(s));
+  if (cut != std::string_view::npos && cut > 0) {
+    *kept = text.substr(0, cut);
+    return RangeKind::kOperator;
+  }
+  const std::size_t ns = text.find("::");
+  if (ns != std::string_view::npos && ns > 0 && ns + 2 < text.size() &&
+      text.find_first_of(" \t") == std::string_view::npos)
+    return RangeKind::kOperator;
+  return RangeKind::kAnnotation;
+}
+
+namespace {
+
+using namespace tracelog;
+
+// The log, mapped read-only: the reader touches each byte once and the OS pages it in and out.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InputError(path, fmt_errno("cannot open"));
+    struct stat st {};
+    if (fstat(fd_, &st) != 0) throw InputError(path, fmt_errno("cannot stat"));
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) throw InputError(path, fmt_errno("cannot map"));
+    data_ = static_cast<const char*>(p);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  const char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  const char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+struct NvtxEvent {
+  enum Kind : std::uint8_t { kPush, kPop, kStart, kEnd } kind;
+  std::uint64_t ts;
+  std::uint64_t tid;
+  std::uint64_t range_id;
+  std::uint32_t text_sid;
+  std::uint32_t domain_sid;
+};
+
+struct WindowEvent {
+  std::uint64_t ts;
+  std::uint64_t tid;
+  bool start;
+};
+
+// Everything the records say, before it becomes timeline rows.
+struct Parsed {
+  FileHeader header{};
+  std::vector<std::string_view> strings;  // by string id
+  std::vector<KernelRecord> kernels;
+  std::vector<MemcpyRecord> memcpys;
+  std::vector<MemsetRecord> memsets;
+  std::vector<ApiCallRecord> api_calls;
+  std::unordered_map<std::uint64_t, std::uint32_t> api_names;  // (domain << 32 | cbid) -> name sid
+  std::vector<NvtxEvent> nvtx;
+  std::uint64_t marks = 0;
+  std::vector<WindowEvent> windows;
+  std::unordered_map<std::uint64_t, std::vector<StackEntry>> node_stacks;
+  std::unordered_map<std::uint64_t, std::uint64_t> clone_of;
+  std::vector<DeviceRecord> devices;
+  std::uint64_t cupti_dropped = 0;
+  std::uint64_t pool_exhausted = 0;
+  bool has_trailer = false;
+  TrailerRecord trailer{};
+  std::uint64_t unknown_records = 0;
+  std::int64_t max_ts = 0;
+  std::int64_t min_ts = std::numeric_limits<std::int64_t>::max();
+  bool truncated = false;
+  std::size_t truncated_at = 0;
+
+  void saw(std::uint64_t ts) {
+    if (ts == 0) return;
+    auto t = static_cast<std::int64_t>(ts);
+    max_ts = std::max(max_ts, t);
+    min_ts = std::min(min_ts, t);
+  }
+};
+
+InputPosition at_byte(std::size_t offset) {
+  InputPosition p;
+  p.byte_offset = offset;
+  p.known = true;
+  return p;
+}
+
+// Reads the fixed part of a payload; a payload shorter than the fixed part this version knows is corrupt.
+template <typename T>
+T fixed_part(const std::string& path, const char* payload, std::uint32_t size, std::size_t offset) {
+  if (size < sizeof(T))
+    throw InputError(path,
+                     fmt::format("corrupt record: payload of {} bytes, shorter than the {} bytes of its type", size,
+                                 sizeof(T)),
+                     at_byte(offset));
+  T v;
+  std::memcpy(&v, payload, sizeof v);
+  return v;
+}
+
+Parsed parse(const std::string& path, const MappedFile& file) {
+  Parsed p;
+  const char* data = file.data();
+  const std::size_t size = file.size();
+  if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof kMagic) != 0)
+    throw InputError(path, "not an opprof tracer log (bad magic)", at_byte(0));
+  if (size < sizeof(FileHeader)) throw InputError(path, "log ends inside its header", at_byte(size));
+  std::memcpy(&p.header, data, sizeof p.header);
+  if (p.header.major > kFormatMajor)
+    throw InputError(path,
+                     fmt::format("log format {}.{} is newer than this reader's {}.{}", p.header.major,
+                                 p.header.minor, kFormatMajor, kFormatMinor),
+                     at_byte(8));
+  if (p.header.header_bytes < sizeof(FileHeader) || p.header.header_bytes > size)
+    throw InputError(path, fmt::format("corrupt header: header size {}", p.header.header_bytes), at_byte(12));
+
+  std::size_t pos = p.header.header_bytes;
+  while (pos < size) {
+    if (size - pos < sizeof(RecordHeader)) {
+      p.truncated = true;
+      p.truncated_at = pos;
+      break;
+    }
+    RecordHeader rh;
+    std::memcpy(&rh, data + pos, sizeof rh);
+    if (rh.size > kMaxPayloadBytes)
+      throw InputError(path, fmt::format("corrupt record: type {} claims {} payload bytes", rh.type, rh.size),
+                       at_byte(pos));
+    if (size - pos - sizeof rh < rh.size) {  // a crash cut the last record
+      p.truncated = true;
+      p.truncated_at = pos;
+      break;
+    }
+    const char* payload = data + pos + sizeof rh;
+    const std::uint32_t n = rh.size;
+    switch (static_cast<RecordType>(rh.type)) {
+      case RecordType::kString: {
+        auto s = fixed_part<StringRecord>(path, payload, n, pos);
+        if (s.length > n - sizeof s || s.id == 0)
+          throw InputError(path, fmt::format("corrupt string record: id {}, length {}", s.id, s.length),
+                           at_byte(pos));
+        if (s.id >= p.strings.size()) p.strings.resize(std::max<std::size_t>(s.id + 1, p.strings.size() * 2));
+        p.strings[s.id] = std::string_view(payload + sizeof s, s.length);
+        break;
+      }
+      case RecordType::kKernel: {
+        p.kernels.push_back(fixed_part<KernelRecord>(path, payload, n, pos));
+        p.saw(p.kernels.back().start_ns);
+        p.saw(p.kernels.back().end_ns);
+        break;
+      }
+      case RecordType::kMemcpy: {
+        p.memcpys.push_back(fixed_part<MemcpyRecord>(path, payload, n, pos));
+        p.saw(p.memcpys.back().end_ns);
+        break;
+      }
+      case RecordType::kMemset: {
+        p.memsets.push_back(fixed_part<MemsetRecord>(path, payload, n, pos));
+        p.saw(p.memsets.back().end_ns);
+        break;
+      }
+      case RecordType::kApiCall: {
+        p.api_calls.push_back(fixed_part<ApiCallRecord>(path, payload, n, pos));
+        p.saw(p.api_calls.back().start_ns);
+        p.saw(p.api_calls.back().end_ns);
+        break;
+      }
+      case RecordType::kApiName: {
+        auto a = fixed_part<ApiNameRecord>(path, payload, n, pos);
+        p.api_names[(std::uint64_t{a.domain} << 32) | a.cbid] = a.name_sid;
+        break;
+      }
+      case RecordType::kNvtxPush: {
+        auto r = fixed_part<NvtxPushRecord>(path, payload, n, pos);
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid});
+        p.saw(r.ts_ns);
+        break;
+      }
+      case RecordType::kNvtxPop: {
+        auto r = fixed_part<NvtxPopRecord>(path, payload, n, pos);
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, r.ts_ns, r.tid, 0, 0, r.domain_sid});
+        p.saw(r.ts_ns);
+        break;
+      }
+      case RecordType::kNvtxStart: {
+        auto r = fixed_part<NvtxStartRecord>(path, payload, n, pos);
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, r.ts_ns, r.tid, r.range_id, r.text_sid, r.domain_sid});
+        p.saw(r.ts_ns);
+        break;
+      }
+      case RecordType::kNvtxEnd: {
+        auto r = fixed_part<NvtxEndRecord>(path, payload, n, pos);
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, r.ts_ns, r.tid, r.range_id, 0, 0});
+        p.saw(r.ts_ns);
+        break;
+      }
+      case RecordType::kNvtxMark: {
+        fixed_part<NvtxMarkRecord>(path, payload, n, pos);
+        ++p.marks;
+        break;
+      }
+      case RecordType::kWindowStart:
+      case RecordType::kWindowStop: {
+        auto r = fixed_part<WindowRecord>(path, payload, n, pos);
+        p.windows.push_back(WindowEvent{r.ts_ns, r.tid, rh.type == static_cast<std::uint16_t>(RecordType::kWindowStart)});
+        p.saw(r.ts_ns);
+        break;
+      }
+      case RecordType::kGraphNode: {
+        auto g = fixed_part<GraphNodeRecord>(path, payload, n, pos);
+        if (g.depth > kMaxStackDepth || g.depth * sizeof(StackEntry) > n - sizeof g)
+          throw InputError(path, fmt::format("corrupt graph node record: stack depth {}", g.depth), at_byte(pos));
+        std::vector<StackEntry> stack(g.depth);
+        if (g.depth != 0) std::memcpy(stack.data(), payload + sizeof g, g.depth * sizeof(StackEntry));
+        p.node_stacks[g.node_id] = std::move(stack);
+        break;
+      }
+      case RecordType::kGraphNodeClone: {
+        auto c = fixed_part<GraphNodeCloneRecord>(path, payload, n, pos);
+        if (c.node_id != c.original_node_id) p.clone_of[c.node_id] = c.original_node_id;
+        break;
+      }
+      case RecordType::kGraphExec: fixed_part<GraphExecRecord>(path, payload, n, pos); break;
+      case RecordType::kDevice: p.devices.push_back(fixed_part<DeviceRecord>(path, payload, n, pos)); break;
+      case RecordType::kThreadName:
+      case RecordType::kCategoryName: break;
+      case RecordType::kDropped: {
+        auto d = fixed_part<DroppedRecord>(path, payload, n, pos);
+        p.cupti_dropped += d.cupti_dropped_records;
+        p.pool_exhausted = std::max(p.pool_exhausted, d.pool_exhausted_requests);
+        break;
+      }
+      case RecordType::kTrailer: {
+        p.trailer = fixed_part<TrailerRecord>(path, payload, n, pos);
+        p.has_trailer = true;
+        break;
+      }
+      default: ++p.unknown_records; break;  // a newer writer's record: skip it
+    }
+    pos += sizeof rh + n;
+  }
+  return p;
+}
+
+std::string demangle(std::string_view mangled) {
+  if (!starts_with(mangled, "_Z")) return std::string(mangled);
+  std::string z(mangled);
+  int status = 0;
+  char* d = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || d == nullptr) return z;
+  std::string out(d);
+  std::free(d);
+  return out;
+}
+
+const char* memcpy_name(std::uint8_t kind) {
+  switch (kind) {
+    case 1: return "Memcpy HtoD";
+    case 2: return "Memcpy DtoH";
+    case 3: return "Memcpy HtoA";
+    case 4: return "Memcpy AtoH";
+    case 5: return "Memcpy AtoA";
+    case 6: return "Memcpy AtoD";
+    case 7: return "Memcpy DtoA";
+    case 8: return "Memcpy DtoD";
+    case 9: return "Memcpy HtoH";
+    case 10: return "Memcpy PtoP";
+    default: return "Memcpy";
+  }
+}
+
+// Builds the timeline from the parsed records.
+class Builder {
+ public:
+  explicit Builder(Parsed& p) : p_(p), sid_map_(p.strings.size(), kUnmapped) {}
+
+  Timeline build() {
+    tl_.metadata["source"] = "opprof-tracer";
+    tl_.metadata["tracer.format_version"] = fmt::format("{}.{}", p_.header.major, p_.header.minor);
+    tl_.metadata["pid"] = std::to_string(p_.header.pid);
+    tl_.metadata["clock"] = "cupti";
+    tl_.metadata["clock.cupti_start_ns"] = std::to_string(p_.header.cupti_start_ns);
+    tl_.metadata["clock.steady_start_ns"] = std::to_string(p_.header.steady_start_ns);
+    tl_.metadata["clock.realtime_start_ns"] = std::to_string(p_.header.realtime_start_ns);
+    tl_.metadata["tracer.window_only"] = (p_.header.flags & kFlagWindowOnly) != 0 ? "1" : "0";
+    devices();
+    activities();
+    launches();
+    nvtx_ranges();
+    windows();
+    notes();
+    return std::move(tl_);
+  }
+
+ private:
+  static constexpr StrId kUnmapped = std::numeric_limits<StrId>::max();
+
+  std::string_view text(std::uint32_t sid) const {
+    return sid < p_.strings.size() ? p_.strings[sid] : std::string_view();
+  }
+  StrId str(std::uint32_t sid) {
+    if (sid == 0 || sid >= sid_map_.size()) return kNoString;
+    if (sid_map_[sid] == kUnmapped) sid_map_[sid] = tl_.strings.intern(p_.strings[sid]);
+    return sid_map_[sid];
+  }
+
+  void devices() {
+    for (const DeviceRecord& d : p_.devices) {
+      const std::string key = fmt::format("device.{}.", d.device_id);
+      tl_.metadata[key + "name"] = std::string(text(d.name_sid));
+      tl_.metadata[key + "num_sms"] = std::to_string(d.sm_count);
+      tl_.metadata[key + "cc"] = fmt::format("{}.{}", d.cc_major, d.cc_minor);
+      tl_.metadata[key + "memory_bytes"] = std::to_string(d.global_memory_bytes);
+    }
+  }
+
+  // The NVTX stack its graph node had at capture, following clones back to the captured node.
+  const std::vector<StackEntry>* capture_stack(std::uint64_t node) const {
+    for (int hop = 0; hop < 64 && node != 0; ++hop) {
+      if (auto it = p_.node_stacks.find(node); it != p_.node_stacks.end()) return &it->second;
+      auto c = p_.clone_of.find(node);
+      if (c == p_.clone_of.end()) return nullptr;
+      node = c->second;
+    }
+    return nullptr;
+  }
+
+  void project_graph_stack(std::size_t row) {
+    KernelTable& k = tl_.kernels;
+    if (k.graph_node[row] == 0) return;
+    ++graph_activities_;
+    const std::vector<StackEntry>* stack = capture_stack(k.graph_node[row]);
+    if (stack == nullptr || stack->empty()) return;
+    ++graph_activities_with_stack_;
+    for (std::size_t i = 0; i < stack->size(); ++i) {
+      std::string_view kept;
+      const RangeKind kind = classify_nvtx_range(text((*stack)[i].text_sid), &kept);
+      const std::size_t r = tl_.ranges.add(kind, RangeScope::kStream, tl_.strings.intern(kept), str((*stack)[i].domain_sid),
+                                           k.pid[row], k.stream[row], k.start_ns[row], k.end_ns[row]);
+      tl_.ranges.device[r] = k.device[row];
+      tl_.ranges.depth[r] = static_cast<std::int32_t>(i);
+    }
+  }
+
+  void activities() {
+    KernelTable& k = tl_.kernels;
+    k.reserve(p_.kernels.size() + p_.memcpys.size() + p_.memsets.size());
+    std::unordered_map<std::uint32_t, StrId> demangled;
+    for (const KernelRecord& r : p_.kernels) {
+      auto it = demangled.find(r.name_sid);
+      if (it == demangled.end()) it = demangled.emplace(r.name_sid, tl_.strings.intern(demangle(text(r.name_sid)))).first;
+      const std::size_t i = k.add(ActivityKind::kKernel, it->second, r.device_id, r.stream_id,
+                                  static_cast<std::int64_t>(r.start_ns), static_cast<std::int64_t>(r.end_ns));
+      k.mangled[i] = str(r.name_sid);
+      k.pid[i] = p_.header.pid;
+      k.context[i] = r.context_id;
+      k.grid[i] = Dim3{static_cast<std::uint32_t>(r.grid_x), static_cast<std::uint32_t>(r.grid_y),
+                       static_cast<std::uint32_t>(r.grid_z)};
+      k.block[i] = Dim3{static_cast<std::uint32_t>(r.block_x), static_cast<std::uint32_t>(r.block_y),
+                        static_cast<std::uint32_t>(r.block_z)};
+      k.correlation[i] = r.correlation_id;
+      k.graph_id[i] = r.graph_id;
+      k.graph_node[i] = r.graph_node_id;
+      k.registers_per_thread[i] = r.registers_per_thread;
+      k.shared_mem_bytes[i] = r.static_shared_bytes + r.dynamic_shared_bytes;
+      project_graph_stack(i);
+    }
+    for (const MemcpyRecord& r : p_.memcpys) {
+      const std::size_t i = k.add(ActivityKind::kMemcpy, tl_.strings.intern(memcpy_name(r.copy_kind)), r.device_id,
+                                  r.stream_id, static_cast<std::int64_t>(r.start_ns), static_cast<std::int64_t>(r.end_ns));
+      k.pid[i] = p_.header.pid;
+      k.context[i] = r.context_id;
+      k.correlation[i] = r.correlation_id;
+      k.graph_id[i] = r.graph_id;
+      k.graph_node[i] = r.graph_node_id;
+      k.bytes[i] = r.bytes;
+      project_graph_stack(i);
+    }
+    for (const MemsetRecord& r : p_.memsets) {
+      const std::size_t i = k.add(ActivityKind::kMemset, tl_.strings.intern("Memset"), r.device_id, r.stream_id,
+                                  static_cast<std::int64_t>(r.start_ns), static_cast<std::int64_t>(r.end_ns));
+      k.pid[i] = p_.header.pid;
+      k.context[i] = r.context_id;
+      k.correlation[i] = r.correlation_id;
+      k.graph_id[i] = r.graph_id;
+      k.graph_node[i] = r.graph_node_id;
+      k.bytes[i] = r.bytes;
+      project_graph_stack(i);
+    }
+  }
+
+  void launches() {
+    LaunchTable& l = tl_.launches;
+    l.reserve(p_.api_calls.size());
+    std::unordered_map<std::uint64_t, StrId> names;
+    for (const ApiCallRecord& r : p_.api_calls) {
+      const std::uint64_t key = (std::uint64_t{r.domain} << 32) | r.cbid;
+      auto it = names.find(key);
+      if (it == names.end()) {
+        auto n = p_.api_names.find(key);
+        StrId id = n != p_.api_names.end()
+                       ? str(n->second)
+                       : tl_.strings.intern(fmt::format("{}_cbid_{}", r.domain == kApiDomainDriver ? "driver" : "runtime", r.cbid));
+        it = names.emplace(key, id).first;
+      }
+      l.add(it->second, r.pid != 0 ? r.pid : p_.header.pid, r.tid, static_cast<std::int64_t>(r.start_ns),
+            static_cast<std::int64_t>(r.end_ns), r.correlation_id);
+    }
+  }
+
+  std::size_t add_thread_range(std::uint32_t text_sid, std::uint32_t domain_sid, std::uint64_t tid, std::int64_t start) {
+    std::string_view kept;
+    const RangeKind kind = classify_nvtx_range(text(text_sid), &kept);
+    return tl_.ranges.add(kind, RangeScope::kThread, tl_.strings.intern(kept), str(domain_sid), p_.header.pid, tid,
+                          start, start);
+  }
+
+  void nvtx_ranges() {
+    // Within a thread the log is in time order; the stable sort keeps that order for equal timestamps.
+    std::stable_sort(p_.nvtx.begin(), p_.nvtx.end(), [](const NvtxEvent& a, const NvtxEvent& b) {
+      return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts;
+    });
+    RangeTable& r = tl_.ranges;
+    std::unordered_map<std::uint64_t, std::size_t> started;  // range id -> row
+    std::unordered_map<std::uint32_t, std::vector<std::size_t>> open;  // per domain, current thread
+    std::int32_t open_on_thread = 0;
+    std::uint64_t current_tid = 0;
+    bool first = true;
+    auto close_thread = [&] {
+      for (auto& [domain, rows] : open) {
+        for (std::size_t row : rows) r.end_ns[row] = std::max(r.start_ns[row], p_.max_ts);
+        unclosed_ += rows.size();
+        rows.clear();
+      }
+      open_on_thread = 0;
+    };
+    for (const NvtxEvent& e : p_.nvtx) {
+      if (first || e.tid != current_tid) {
+        if (!first) close_thread();
+        current_tid = e.tid;
+        first = false;
+      }
+      const auto ts = static_cast<std::int64_t>(e.ts);
+      switch (e.kind) {
+        case NvtxEvent::kPush: {
+          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.tid, ts);
+          r.depth[row] = open_on_thread++;
+          open[e.domain_sid].push_back(row);
+          break;
+        }
+        case NvtxEvent::kPop: {
+          auto& rows = open[e.domain_sid];
+          if (rows.empty()) {  // pushed before the window (window-only mode) or never pushed
+            ++unmatched_pops_;
+            break;
+          }
+          r.end_ns[rows.back()] = ts;
+          rows.pop_back();
+          --open_on_thread;
+          break;
+        }
+        case NvtxEvent::kStart: {
+          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.tid, ts);
+          r.end_ns[row] = std::max(ts, p_.max_ts);  // until its end is seen
+          started[e.range_id] = row;
+          break;
+        }
+        case NvtxEvent::kEnd: break;
+      }
+    }
+    if (!first) close_thread();
+    // Ends may come from another thread: pair them after all starts are known.
+    for (const NvtxEvent& e : p_.nvtx) {
+      if (e.kind != NvtxEvent::kEnd) continue;
+      auto it = started.find(e.range_id);
+      if (it == started.end()) {
+        ++unmatched_pops_;
+        continue;
+      }
+      r.end_ns[it->second] = static_cast<std::int64_t>(e.ts);
+      started.erase(it);
+    }
+    unclosed_ += started.size();
+  }
+
+  void windows() {
+    std::stable_sort(p_.windows.begin(), p_.windows.end(),
+                     [](const WindowEvent& a, const WindowEvent& b) { return a.ts < b.ts; });
+    const StrId text = tl_.strings.intern("capture window");
+    std::size_t count = 0;
+    std::int64_t first_start = -1, last_end = -1;
+    const WindowEvent* open = nullptr;
+    auto emit = [&](const WindowEvent& s, std::int64_t end) {
+      const auto start = static_cast<std::int64_t>(s.ts);
+      tl_.ranges.add(RangeKind::kCaptureWindow, RangeScope::kThread, text, kNoString, p_.header.pid, s.tid, start, end);
+      if (first_start < 0) first_start = start;
+      last_end = end;
+      ++count;
+    };
+    for (const WindowEvent& w : p_.windows) {
+      if (w.start) {
+        if (open == nullptr) open = &w;
+      } else if (open != nullptr) {
+        emit(*open, static_cast<std::int64_t>(w.ts));
+        open = nullptr;
+      }
+    }
+    if (open != nullptr) {
+      emit(*open, std::max(static_cast<std::int64_t>(open->ts), p_.max_ts));
+      tl_.metadata["warning.window_open"] = "cudaProfilerStart without cudaProfilerStop: window closed at the last record";
+    }
+    tl_.metadata["window.count"] = std::to_string(count);
+    if (count != 0) {
+      tl_.metadata["window.start_ns"] = std::to_string(first_start);
+      tl_.metadata["window.end_ns"] = std::to_string(last_end);
+    }
+  }
+
+  void notes() {
+    auto& m = tl_.metadata;
+    m["graph.activities"] = std::to_string(graph_activities_);
+    m["graph.activities_with_capture_stack"] = std::to_string(graph_activities_with_stack_);
+    m["nvtx.marks"] = std::to_string(p_.marks);
+    if (unclosed_ != 0) {
+      m["warning.unclosed_ranges"] =
+          fmt::format("{} NVTX ranges were never closed; they end at the last record", unclosed_);
+    }
+    if (unmatched_pops_ != 0) m["nvtx.unmatched_ends"] = std::to_string(unmatched_pops_);
+    if (p_.unknown_records != 0) m["tracer.unknown_records_skipped"] = std::to_string(p_.unknown_records);
+    if (p_.cupti_dropped != 0 || p_.pool_exhausted != 0) {
+      m["warning.dropped"] = fmt::format(
+          "CUPTI dropped {} activity records ({} buffer requests found the pool empty): raise OPPROF_TRACE_BUFFERS",
+          p_.cupti_dropped, p_.pool_exhausted);
+    }
+    if (p_.has_trailer) {
+      m["clock.cupti_end_ns"] = std::to_string(p_.trailer.cupti_end_ns);
+      m["clock.steady_end_ns"] = std::to_string(p_.trailer.steady_end_ns);
+    }
+    if (p_.truncated) {
+      m["warning.truncated"] = fmt::format(
+          "the log ends inside a record at byte {}; read up to the last complete record", p_.truncated_at);
+    } else if (!p_.has_trailer) {
+      m["warning.no_trailer"] =
+          "the traced process did not exit cleanly: activity still buffered in CUPTI at that point is missing";
+    }
+  }
+
+  Parsed& p_;
+  Timeline tl_;
+  std::vector<StrId> sid_map_;
+  std::uint64_t unclosed_ = 0;
+  std::uint64_t unmatched_pops_ = 0;
+  std::uint64_t graph_activities_ = 0;
+  std::uint64_t graph_activities_with_stack_ = 0;
+};
+
+}  // namespace
+
+Timeline read_tracer_log(const std::string& path) {
+  MappedFile file(path);
+  Parsed parsed = parse(path, file);
+  // The string views point into the mapping, which lives until the timeline has interned them.
+  return Builder(parsed).build();
+}
+
+}  // namespace opprof

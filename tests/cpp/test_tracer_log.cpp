@@ -1,0 +1,346 @@
+// read_tracer_log on logs written with the shared format's LogBuilder (the same put_record the injection
+// library uses): every record type, truncation, corruption, forward compatibility, graph capture stacks.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "opprof/ingest/tracer_log.hpp"
+#include "opprof/ingest/tracer_log_format.hpp"
+#include "opprof/util/error.hpp"
+
+namespace opprof {
+namespace {
+
+using namespace tracelog;
+
+class TempLog {
+ public:
+  explicit TempLog(const std::string& bytes) {
+    static std::atomic<int> counter{0};
+    path_ = (std::filesystem::temp_directory_path() /
+             ("opprof_test_tracer_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".bin"))
+                .string();
+    std::ofstream(path_, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ~TempLog() { std::filesystem::remove(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::size_t find_range(const Timeline& tl, std::string_view text, RangeScope scope = RangeScope::kThread) {
+  for (std::size_t i = 0; i < tl.ranges.size(); ++i)
+    if (tl.str(tl.ranges.text[i]) == text && tl.ranges.scope[i] == scope) return i;
+  return kNoIndex;
+}
+
+KernelRecord kernel(std::uint32_t name_sid, std::uint64_t start, std::uint64_t end, std::uint32_t corr,
+                    std::uint32_t stream = 7) {
+  KernelRecord k{};
+  k.start_ns = start;
+  k.end_ns = end;
+  k.correlation_id = corr;
+  k.stream_id = stream;
+  k.name_sid = name_sid;
+  k.grid_x = 16; k.grid_y = 16; k.grid_z = 1;
+  k.block_x = 16; k.block_y = 16; k.block_z = 1;
+  k.static_shared_bytes = 1024;
+  k.dynamic_shared_bytes = 512;
+  k.registers_per_thread = 40;
+  return k;
+}
+
+// A log with every record type, as the tracer writes them for a small program.
+LogBuilder full_log() {
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "_Z12matmul_naivePKfS0_Pfi")
+      .string(2, "cudaLaunchKernel_v7000")
+      .string(3, "forward")
+      .string(4, "nn.Module: layer0")
+      .string(5, "aten::mm, seq = 12, op_id = 34, sizes = [[64, 256], [256, 512]]")
+      .string(6, "async_region")
+      .string(7, "my_domain")
+      .string(8, "NVIDIA H200")
+      .string(9, "main thread")
+      .string(10, "a mark");
+  b.add(RecordType::kDevice, DeviceRecord{141ull << 30, 0, 8, 9, 0, 132, 0});
+  b.add(RecordType::kApiName, ApiNameRecord{kApiDomainRuntime, 211, 2, 0});
+  b.add(RecordType::kThreadName, ThreadNameRecord{100, 9, 0});
+  b.add(RecordType::kCategoryName, CategoryNameRecord{0, 3, 10, 0});
+  b.add(RecordType::kWindowStart, WindowRecord{1100, 100, 10, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 100, 3, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1300, 100, 4, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1400, 100, 5, 7, 0, 0});  // another domain
+  b.add(RecordType::kApiCall, ApiCallRecord{1450, 1460, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1500, 100, 7, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1600, 100, 0, 0});
+  b.add(RecordType::kNvtxStart, NvtxStartRecord{1650, 77, 100, 6, 0, 0, 0});
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{1660, 100, 10, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1700, 100, 0, 0});
+  b.add(RecordType::kNvtxEnd, NvtxEndRecord{1800, 77, 101});  // ended on another thread
+  b.add(RecordType::kWindowStop, WindowRecord{1900, 100, 20, 0});
+  b.add(RecordType::kKernel, kernel(1, 1470, 1490, 11));
+  MemcpyRecord m{};
+  m.start_ns = 1420; m.end_ns = 1440; m.bytes = 4096; m.correlation_id = 12; m.stream_id = 7; m.copy_kind = 1;
+  b.add(RecordType::kMemcpy, m);
+  MemsetRecord s{};
+  s.start_ns = 1441; s.end_ns = 1442; s.bytes = 256; s.correlation_id = 13; s.stream_id = 7;
+  b.add(RecordType::kMemset, s);
+  b.add(RecordType::kDropped, DroppedRecord{5, 1});
+  b.add(RecordType::kTrailer, TrailerRecord{2000, 6000, 30, 10});
+  return b;
+}
+
+TEST(TracerLog, RoundTripsEveryRecordType) {
+  TempLog log(full_log().bytes());
+  const Timeline tl = read_tracer_log(log.path());
+
+  ASSERT_EQ(tl.kernels.size(), 3u);
+  EXPECT_EQ(tl.kernels.kind[0], ActivityKind::kKernel);
+  EXPECT_EQ(tl.str(tl.kernels.name[0]), "matmul_naive(float const*, float const*, float*, int)");
+  EXPECT_EQ(tl.str(tl.kernels.mangled[0]), "_Z12matmul_naivePKfS0_Pfi");
+  EXPECT_EQ(tl.kernels.grid[0], (Dim3{16, 16, 1}));
+  EXPECT_EQ(tl.kernels.block[0], (Dim3{16, 16, 1}));
+  EXPECT_EQ(tl.kernels.shared_mem_bytes[0], 1536u);
+  EXPECT_EQ(tl.kernels.registers_per_thread[0], 40u);
+  EXPECT_EQ(tl.kernels.correlation[0], 11u);
+  EXPECT_EQ(tl.kernels.pid[0], 4242u);
+  EXPECT_EQ(tl.kernels.start_ns[0], 1470);
+  EXPECT_EQ(tl.kernels.kind[1], ActivityKind::kMemcpy);
+  EXPECT_EQ(tl.str(tl.kernels.name[1]), "Memcpy HtoD");
+  EXPECT_EQ(tl.kernels.bytes[1], 4096u);
+  EXPECT_EQ(tl.kernels.kind[2], ActivityKind::kMemset);
+
+  ASSERT_EQ(tl.launches.size(), 1u);
+  EXPECT_EQ(tl.str(tl.launches.api[0]), "cudaLaunchKernel_v7000");
+  EXPECT_EQ(tl.launches.tid[0], 100u);
+  EXPECT_EQ(tl.launches.correlation[0], 11u);
+
+  const std::size_t forward = find_range(tl, "forward");
+  const std::size_t layer = find_range(tl, "layer0");
+  const std::size_t mm = find_range(tl, "aten::mm");
+  const std::size_t async = find_range(tl, "async_region");
+  ASSERT_NE(forward, kNoIndex);
+  ASSERT_NE(layer, kNoIndex);
+  ASSERT_NE(mm, kNoIndex);
+  ASSERT_NE(async, kNoIndex);
+  EXPECT_EQ(tl.ranges.kind[forward], RangeKind::kAnnotation);
+  EXPECT_EQ(tl.ranges.kind[layer], RangeKind::kModule);
+  EXPECT_EQ(tl.ranges.kind[mm], RangeKind::kOperator);
+  EXPECT_EQ(tl.str(tl.ranges.domain[mm]), "my_domain");
+  EXPECT_EQ(tl.ranges.depth[forward], 0);
+  EXPECT_EQ(tl.ranges.depth[layer], 1);
+  EXPECT_EQ(tl.ranges.depth[mm], 2);
+  // Pops pair within their own domain: layer0's pop comes after aten::mm's pop in another domain.
+  EXPECT_EQ(tl.ranges.start_ns[mm], 1400);
+  EXPECT_EQ(tl.ranges.end_ns[mm], 1500);
+  EXPECT_EQ(tl.ranges.end_ns[layer], 1600);
+  EXPECT_EQ(tl.ranges.end_ns[forward], 1700);
+  EXPECT_EQ(tl.ranges.owner[forward], 100u);
+  EXPECT_EQ(tl.ranges.depth[async], -1);
+  EXPECT_EQ(tl.ranges.start_ns[async], 1650);
+  EXPECT_EQ(tl.ranges.end_ns[async], 1800);
+  EXPECT_EQ(tl.ranges.owner[async], 100u);
+
+  const std::size_t window = find_range(tl, "capture window");
+  ASSERT_NE(window, kNoIndex);
+  EXPECT_EQ(tl.ranges.kind[window], RangeKind::kCaptureWindow);
+  EXPECT_EQ(tl.metadata.at("window.start_ns"), "1100");
+  EXPECT_EQ(tl.metadata.at("window.end_ns"), "1900");
+  EXPECT_EQ(tl.metadata.at("source"), "opprof-tracer");
+  EXPECT_EQ(tl.metadata.at("device.0.name"), "NVIDIA H200");
+  EXPECT_EQ(tl.metadata.at("device.0.num_sms"), "132");
+  EXPECT_EQ(tl.metadata.at("device.0.cc"), "9.0");
+  EXPECT_EQ(tl.metadata.at("clock.steady_start_ns"), "5000");
+  EXPECT_EQ(tl.metadata.at("clock.cupti_end_ns"), "2000");
+  EXPECT_EQ(tl.metadata.at("nvtx.marks"), "1");
+  EXPECT_TRUE(tl.metadata.count("warning.dropped"));
+  EXPECT_FALSE(tl.metadata.count("warning.truncated"));
+  EXPECT_FALSE(tl.metadata.count("warning.no_trailer"));
+  EXPECT_FALSE(tl.metadata.count("warning.unclosed_ranges"));
+}
+
+TEST(TracerLog, TruncatedInsideARecordReadsUpToTheLastCompleteOne) {
+  LogBuilder b(1);
+  b.string(1, "_Z1kv");
+  b.add(RecordType::kKernel, kernel(1, 10, 20, 1));
+  b.add(RecordType::kKernel, kernel(1, 30, 40, 2));
+  const std::size_t complete = b.bytes().size();
+  b.add(RecordType::kKernel, kernel(1, 50, 60, 3));
+  std::string cut = b.bytes().substr(0, complete + sizeof(RecordHeader) + 10);
+  TempLog log(cut);
+  const Timeline tl = read_tracer_log(log.path());
+  EXPECT_EQ(tl.kernels.size(), 2u);
+  ASSERT_TRUE(tl.metadata.count("warning.truncated"));
+  EXPECT_NE(tl.metadata.at("warning.truncated").find(std::to_string(complete)), std::string::npos);
+
+  // Cut inside a record header too.
+  TempLog log2(b.bytes().substr(0, complete + 3));
+  EXPECT_EQ(read_tracer_log(log2.path()).kernels.size(), 2u);
+}
+
+TEST(TracerLog, CutAtARecordBoundaryWarnsOfTheMissingTrailer) {
+  LogBuilder b(1);
+  b.string(1, "_Z1kv");
+  b.add(RecordType::kKernel, kernel(1, 10, 20, 1));
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{15, 3, 1, 0, 0, 0});  // never popped: the process died
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  EXPECT_EQ(tl.kernels.size(), 1u);
+  EXPECT_FALSE(tl.metadata.count("warning.truncated"));
+  EXPECT_TRUE(tl.metadata.count("warning.no_trailer"));
+  EXPECT_TRUE(tl.metadata.count("warning.unclosed_ranges"));
+  ASSERT_EQ(tl.ranges.size(), 1u);
+  EXPECT_EQ(tl.ranges.end_ns[0], 20);  // closed at the last timestamp of the log
+}
+
+TEST(TracerLog, RejectsBadMagicNewerMajorAndCorruptRecords) {
+  std::string bytes = LogBuilder(1).bytes();
+  bytes[0] = 'X';
+  TempLog bad_magic(bytes);
+  try {
+    read_tracer_log(bad_magic.path());
+    FAIL() << "bad magic accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(e.position().known);
+    EXPECT_EQ(e.position().byte_offset, 0u);
+    EXPECT_NE(std::string(e.what()).find("magic"), std::string::npos);
+  }
+
+  std::string newer = LogBuilder(1).bytes();
+  const std::uint16_t major = kFormatMajor + 1;
+  std::memcpy(newer.data() + 8, &major, sizeof major);
+  TempLog newer_log(newer);
+  EXPECT_THROW(read_tracer_log(newer_log.path()), InputError);
+
+  // A kernel record whose payload is shorter than a kernel: corrupt, reported at its offset.
+  LogBuilder b(1);
+  b.string(1, "x");
+  const std::size_t at = b.bytes().size();
+  b.raw(static_cast<std::uint16_t>(RecordType::kKernel), std::string(12, '\0'));
+  TempLog corrupt(b.bytes());
+  try {
+    read_tracer_log(corrupt.path());
+    FAIL() << "short kernel record accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.position().byte_offset, at);
+  }
+
+  TempLog header_only(LogBuilder(1).bytes().substr(0, 20));
+  EXPECT_THROW(read_tracer_log(header_only.path()), InputError);
+  EXPECT_THROW(read_tracer_log("/nonexistent/opprof.bin"), InputError);
+}
+
+TEST(TracerLog, SkipsUnknownRecordTypesAndLongerPayloads) {
+  LogBuilder b(1);
+  b.string(1, "_Z1kv");
+  b.raw(999, "a record type from a newer tracer");
+  // A newer minor version appended a field to the kernel record: the known prefix is still read.
+  std::string longer(sizeof(KernelRecord) + 8, '\0');
+  const KernelRecord k = kernel(1, 10, 20, 5);
+  std::memcpy(longer.data(), &k, sizeof k);
+  b.raw(static_cast<std::uint16_t>(RecordType::kKernel), longer);
+  b.add(RecordType::kKernel, kernel(1, 30, 40, 6));
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  ASSERT_EQ(tl.kernels.size(), 2u);
+  EXPECT_EQ(tl.kernels.correlation[0], 5u);
+  EXPECT_EQ(tl.kernels.correlation[1], 6u);
+  EXPECT_EQ(tl.metadata.at("tracer.unknown_records_skipped"), "1");
+}
+
+TEST(TracerLog, GraphReplayedKernelsGetStreamRangesFromTheirCaptureStack) {
+  LogBuilder b(9);
+  b.string(1, "_Z5scalePffi").string(2, "graph_capture").string(3, "nn.Module: block").string(4, "_Z4add1Pf");
+  // Node 100 captured under graph_capture > nn.Module: block; instantiation cloned it into node 200.
+  const StackEntry stack[] = {{2, 0}, {3, 0}};
+  GraphNodeRecord g{100, 50, 3, 1, 1, 2, 0};
+  b.add(RecordType::kGraphNode, g, stack, sizeof stack);
+  b.add(RecordType::kGraphNodeClone, GraphNodeCloneRecord{200, 100, 2, 1});
+  b.add(RecordType::kGraphExec, GraphExecRecord{5, 2});
+  KernelRecord replayed = kernel(1, 1000, 1100, 40, 13);
+  replayed.graph_id = 2;
+  replayed.graph_node_id = 200;
+  replayed.device_id = 1;
+  b.add(RecordType::kKernel, replayed);
+  KernelRecord unknown_node = kernel(4, 1200, 1300, 41, 13);
+  unknown_node.graph_id = 2;
+  unknown_node.graph_node_id = 999;
+  b.add(RecordType::kKernel, unknown_node);
+  b.add(RecordType::kKernel, kernel(4, 1400, 1500, 42, 13));  // not launched by a graph
+
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  ASSERT_EQ(tl.kernels.size(), 3u);
+  EXPECT_EQ(tl.kernels.graph_node[0], 200u);
+  EXPECT_EQ(tl.kernels.graph_id[0], 2u);
+
+  const std::size_t outer = find_range(tl, "graph_capture", RangeScope::kStream);
+  const std::size_t inner = find_range(tl, "block", RangeScope::kStream);
+  ASSERT_NE(outer, kNoIndex);
+  ASSERT_NE(inner, kNoIndex);
+  EXPECT_EQ(tl.ranges.kind[outer], RangeKind::kAnnotation);
+  EXPECT_EQ(tl.ranges.kind[inner], RangeKind::kModule);
+  for (std::size_t r : {outer, inner}) {
+    EXPECT_EQ(tl.ranges.start_ns[r], 1000);
+    EXPECT_EQ(tl.ranges.end_ns[r], 1100);
+    EXPECT_EQ(tl.ranges.owner[r], 13u);
+    EXPECT_EQ(tl.ranges.device[r], 1u);
+    EXPECT_EQ(tl.ranges.pid[r], 9u);
+  }
+  EXPECT_EQ(tl.ranges.depth[outer], 0);
+  EXPECT_EQ(tl.ranges.depth[inner], 1);
+  EXPECT_EQ(tl.ranges.size(), 2u);  // nothing for the unknown node nor the plain kernel
+  EXPECT_EQ(tl.metadata.at("graph.activities"), "2");
+  EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "1");
+}
+
+TEST(TracerLog, WindowOnlyLogsIgnorePopsOfRangesPushedBeforeTheWindow) {
+  LogBuilder b(1, kFlagWindowOnly);
+  b.string(1, "inside");
+  b.add(RecordType::kWindowStart, WindowRecord{100, 1, 1, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{110, 1, 1, 0, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{120, 1, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{130, 1, 0, 0});  // its push came before the window
+  b.add(RecordType::kWindowStop, WindowRecord{140, 1, 9, 0});
+  b.add(RecordType::kTrailer, TrailerRecord{150, 0, 5, 1});
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  const std::size_t r = find_range(tl, "inside");
+  ASSERT_NE(r, kNoIndex);
+  EXPECT_EQ(tl.ranges.end_ns[r], 120);
+  EXPECT_EQ(tl.metadata.at("nvtx.unmatched_ends"), "1");
+  EXPECT_EQ(tl.metadata.at("tracer.window_only"), "1");
+  EXPECT_EQ(tl.metadata.at("window.count"), "1");
+}
+
+TEST(TracerLog, ClassifiesEmitNvtxAndModuleTexts) {
+  std::string_view kept;
+  EXPECT_EQ(classify_nvtx_range("aten::addmm, seq = 3, op_id = 17", &kept), RangeKind::kOperator);
+  EXPECT_EQ(kept, "aten::addmm");
+  EXPECT_EQ(classify_nvtx_range("aten::relu, op_id = 18", &kept), RangeKind::kOperator);
+  EXPECT_EQ(kept, "aten::relu");
+  EXPECT_EQ(classify_nvtx_range("aten::t, seq = 4, op_id = 9, sizes = [[512, 256]], input_op_ids = [(8, 0)]", &kept),
+            RangeKind::kOperator);
+  EXPECT_EQ(kept, "aten::t");
+  EXPECT_EQ(classify_nvtx_range("AddmmBackward0, seq = 3, op_id = 40", &kept), RangeKind::kOperator);
+  EXPECT_EQ(kept, "AddmmBackward0");
+  EXPECT_EQ(classify_nvtx_range("aten::empty", &kept), RangeKind::kOperator);
+  EXPECT_EQ(kept, "aten::empty");
+  EXPECT_EQ(classify_nvtx_range("nn.Module: h.3.attn.c_attn", &kept), RangeKind::kModule);
+  EXPECT_EQ(kept, "h.3.attn.c_attn");
+  EXPECT_EQ(classify_nvtx_range("## Call CompiledFxGraph fabc123 ##", &kept), RangeKind::kCompiledRegion);
+  EXPECT_EQ(kept, "## Call CompiledFxGraph fabc123 ##");
+  EXPECT_EQ(classify_nvtx_range("forward", &kept), RangeKind::kAnnotation);
+  EXPECT_EQ(classify_nvtx_range("my step :: 3", &kept), RangeKind::kAnnotation);
+  EXPECT_EQ(kept, "my step :: 3");
+}
+
+}  // namespace
+}  // namespace opprof

@@ -1,0 +1,257 @@
+// opprof_trace_dump: prints what an opprof tracer log holds, record by record, for checking a capture by
+// eye or from a script. Output is "key=value" lines:
+//   records.<type>=N            counts per record type
+//   first: ...                  the first --first records, one line each
+//   summary kernels=.. graph_kernels=.. graph_kernels_with_stack=.. ...
+//   stack kernel=<mangled> node=<id> stack=a>b>c   (one per distinct graph kernel name, capture-time stack)
+// With opprof_core linked in (the normal build), also what read_tracer_log makes of it:
+//   timeline kernels=.. launches=.. thread_ranges=.. stream_ranges=.. operator=.. module=.. annotation=..
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "opprof/ingest/tracer_log_format.hpp"
+#ifdef OPPROF_DUMP_WITH_TIMELINE
+#include "opprof/ingest/tracer_log.hpp"
+#endif
+
+namespace {
+
+using namespace opprof::tracelog;
+
+const char* type_name(std::uint16_t t) {
+  switch (static_cast<RecordType>(t)) {
+    case RecordType::kString: return "string";
+    case RecordType::kKernel: return "kernel";
+    case RecordType::kMemcpy: return "memcpy";
+    case RecordType::kMemset: return "memset";
+    case RecordType::kApiCall: return "api_call";
+    case RecordType::kApiName: return "api_name";
+    case RecordType::kNvtxPush: return "nvtx_push";
+    case RecordType::kNvtxPop: return "nvtx_pop";
+    case RecordType::kNvtxStart: return "nvtx_start";
+    case RecordType::kNvtxEnd: return "nvtx_end";
+    case RecordType::kNvtxMark: return "nvtx_mark";
+    case RecordType::kWindowStart: return "window_start";
+    case RecordType::kWindowStop: return "window_stop";
+    case RecordType::kGraphNode: return "graph_node";
+    case RecordType::kGraphNodeClone: return "graph_node_clone";
+    case RecordType::kGraphExec: return "graph_exec";
+    case RecordType::kDevice: return "device";
+    case RecordType::kThreadName: return "thread_name";
+    case RecordType::kCategoryName: return "category_name";
+    case RecordType::kDropped: return "dropped";
+    case RecordType::kTrailer: return "trailer";
+  }
+  return "unknown";
+}
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: opprof_trace_dump LOG [--first N]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string path = argv[1];
+  long first = 20;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--first") == 0 && i + 1 < argc) {
+      first = std::strtol(argv[++i], nullptr, 10);
+    } else {
+      return usage();
+    }
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot open %s\n", path.c_str());
+    return 1;
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(FileHeader) || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+    std::fprintf(stderr, "%s: not an opprof tracer log\n", path.c_str());
+    return 1;
+  }
+  const auto header = load<FileHeader>(bytes.data());
+  std::printf("header version=%u.%u pid=%u flags=%u cupti_start_ns=%llu steady_start_ns=%llu bytes=%zu\n",
+              header.major, header.minor, header.pid, header.flags,
+              static_cast<unsigned long long>(header.cupti_start_ns),
+              static_cast<unsigned long long>(header.steady_start_ns), bytes.size());
+
+  std::map<std::string, std::uint64_t> counts;
+  std::unordered_map<std::uint32_t, std::string> strings;
+  std::unordered_map<std::uint64_t, std::vector<StackEntry>> node_stacks;
+  std::unordered_map<std::uint64_t, std::uint64_t> clone_of;
+  std::vector<KernelRecord> kernels;
+  std::size_t pos = header.header_bytes;
+  long printed = 0;
+  bool truncated = false;
+  std::vector<std::pair<std::uint16_t, std::size_t>> firsts;
+  while (pos < bytes.size()) {
+    if (bytes.size() - pos < sizeof(RecordHeader)) {
+      truncated = true;
+      break;
+    }
+    const auto rh = load<RecordHeader>(bytes.data() + pos);
+    if (rh.size > kMaxPayloadBytes || bytes.size() - pos - sizeof rh < rh.size) {
+      truncated = true;
+      break;
+    }
+    const char* p = bytes.data() + pos + sizeof rh;
+    ++counts[type_name(rh.type)];
+    switch (static_cast<RecordType>(rh.type)) {
+      case RecordType::kString: {
+        auto s = load<StringRecord>(p);
+        strings[s.id].assign(p + sizeof s, s.length);
+        break;
+      }
+      case RecordType::kKernel: kernels.push_back(load<KernelRecord>(p)); break;
+      case RecordType::kGraphNode: {
+        auto g = load<GraphNodeRecord>(p);
+        std::vector<StackEntry> stack(g.depth);
+        if (g.depth != 0) std::memcpy(stack.data(), p + sizeof g, g.depth * sizeof(StackEntry));
+        node_stacks[g.node_id] = std::move(stack);
+        break;
+      }
+      case RecordType::kGraphNodeClone: {
+        auto c = load<GraphNodeCloneRecord>(p);
+        clone_of[c.node_id] = c.original_node_id;
+        break;
+      }
+      default: break;
+    }
+    if (printed < first && rh.type != static_cast<std::uint16_t>(RecordType::kString)) {
+      firsts.emplace_back(rh.type, pos);
+      ++printed;
+    }
+    pos += sizeof rh + rh.size;
+  }
+  for (const auto& [name, n] : counts) std::printf("records.%s=%llu\n", name.c_str(), static_cast<unsigned long long>(n));
+  if (truncated) std::printf("warning truncated_at=%zu\n", pos);
+
+  auto str = [&](std::uint32_t id) -> std::string {
+    auto it = strings.find(id);
+    return it == strings.end() ? std::string() : it->second;
+  };
+  for (auto [type, at] : firsts) {
+    const char* p = bytes.data() + at + sizeof(RecordHeader);
+    switch (static_cast<RecordType>(type)) {
+      case RecordType::kKernel: {
+        auto k = load<KernelRecord>(p);
+        std::printf("first: kernel %s dur_ns=%lld stream=%u corr=%u grid=%d,%d,%d block=%d,%d,%d graph=%u node=%llu\n",
+                    str(k.name_sid).c_str(), static_cast<long long>(k.end_ns - k.start_ns), k.stream_id,
+                    k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.graph_id,
+                    static_cast<unsigned long long>(k.graph_node_id));
+        break;
+      }
+      case RecordType::kNvtxPush: {
+        auto r = load<NvtxPushRecord>(p);
+        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu\n", str(r.text_sid).c_str(),
+                    str(r.domain_sid).c_str(), static_cast<unsigned long long>(r.tid),
+                    static_cast<unsigned long long>(r.ts_ns));
+        break;
+      }
+      case RecordType::kApiCall: {
+        auto r = load<ApiCallRecord>(p);
+        std::printf("first: api domain=%u cbid=%u corr=%u tid=%llu dur_ns=%lld\n", r.domain, r.cbid,
+                    r.correlation_id, static_cast<unsigned long long>(r.tid),
+                    static_cast<long long>(r.end_ns - r.start_ns));
+        break;
+      }
+      case RecordType::kApiName: {
+        auto r = load<ApiNameRecord>(p);
+        std::printf("first: api_name domain=%u cbid=%u %s\n", r.domain, r.cbid, str(r.name_sid).c_str());
+        break;
+      }
+      case RecordType::kGraphNode: {
+        auto g = load<GraphNodeRecord>(p);
+        std::printf("first: graph_node graph=%u node=%llu type=%u depth=%u\n", g.graph_id,
+                    static_cast<unsigned long long>(g.node_id), g.node_type, g.depth);
+        break;
+      }
+      case RecordType::kDevice: {
+        auto d = load<DeviceRecord>(p);
+        std::printf("first: device %u \"%s\" sm=%u cc=%u.%u\n", d.device_id, str(d.name_sid).c_str(), d.sm_count,
+                    d.cc_major, d.cc_minor);
+        break;
+      }
+      default: std::printf("first: %s\n", type_name(type)); break;
+    }
+  }
+
+  // Graph-launched kernels and the capture-time stack their node (or the node it was cloned from) had.
+  std::size_t graph_kernels = 0, with_stack = 0;
+  std::set<std::string> shown;
+  for (const KernelRecord& k : kernels) {
+    if (k.graph_node_id == 0) continue;
+    ++graph_kernels;
+    std::uint64_t node = k.graph_node_id;
+    const std::vector<StackEntry>* stack = nullptr;
+    for (int hop = 0; hop < 64 && stack == nullptr; ++hop) {
+      if (auto it = node_stacks.find(node); it != node_stacks.end()) {
+        stack = &it->second;
+      } else if (auto c = clone_of.find(node); c != clone_of.end()) {
+        node = c->second;
+      } else {
+        break;
+      }
+    }
+    if (stack == nullptr || stack->empty()) continue;
+    ++with_stack;
+    std::string name = str(k.name_sid);
+    if (!shown.insert(name).second) continue;
+    std::string chain;
+    for (const StackEntry& e : *stack) chain += (chain.empty() ? "" : ">") + str(e.text_sid);
+    std::printf("stack kernel=%s node=%llu stack=%s\n", name.c_str(),
+                static_cast<unsigned long long>(k.graph_node_id), chain.c_str());
+  }
+  std::printf("summary kernels=%zu graph_kernels=%zu graph_kernels_with_stack=%zu strings=%zu\n", kernels.size(),
+              graph_kernels, with_stack, strings.size());
+
+#ifdef OPPROF_DUMP_WITH_TIMELINE
+  try {
+    opprof::Timeline tl = opprof::read_tracer_log(path);
+    std::size_t thread_ranges = 0, stream_ranges = 0;
+    std::map<std::string, std::size_t> by_kind;
+    for (std::size_t i = 0; i < tl.ranges.size(); ++i) {
+      (tl.ranges.scope[i] == opprof::RangeScope::kStream ? stream_ranges : thread_ranges)++;
+      ++by_kind[opprof::to_string(tl.ranges.kind[i])];
+    }
+    std::printf("timeline kernels=%zu launches=%zu thread_ranges=%zu stream_ranges=%zu", tl.kernels.size(),
+                tl.launches.size(), thread_ranges, stream_ranges);
+    for (const auto& [kind, n] : by_kind) std::printf(" %s=%zu", kind.c_str(), n);
+    std::printf("\n");
+    for (const auto& [key, value] : tl.metadata) std::printf("meta %s=%s\n", key.c_str(), value.c_str());
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < tl.kernels.size() && names.size() < 8; ++i)
+      if (names.insert(std::string(tl.str(tl.kernels.name[i]))).second)
+        std::printf("timeline kernel name=\"%s\"\n", std::string(tl.str(tl.kernels.name[i])).c_str());
+    std::set<std::string> texts;
+    for (std::size_t i = 0; i < tl.ranges.size() && texts.size() < 12; ++i)
+      if (texts.insert(std::string(tl.str(tl.ranges.text[i]))).second)
+        std::printf("timeline range kind=%s scope=%s text=\"%s\" domain=\"%s\"\n", opprof::to_string(tl.ranges.kind[i]),
+                    tl.ranges.scope[i] == opprof::RangeScope::kStream ? "stream" : "thread",
+                    std::string(tl.str(tl.ranges.text[i])).c_str(), std::string(tl.str(tl.ranges.domain[i])).c_str());
+  } catch (const std::exception& e) {
+    std::printf("timeline error=\"%s\"\n", e.what());
+    return 1;
+  }
+#endif
+  return 0;
+}

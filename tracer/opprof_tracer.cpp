@@ -1,0 +1,1027 @@
+// libopprof_tracer.so: records a CUDA program's GPU activity and NVTX ranges into an opprof tracer log,
+// with no Nsight Systems and no second profiler in the process.
+//
+// Loaded twice through one file:
+//  - CUDA_INJECTION64_PATH: the driver calls InitializeInjection() during cuInit. We enable CUPTI activity
+//    records (kernels, memcpy, memset, launch-like runtime/driver API calls, devices) streamed through a
+//    fixed pool of buffers to the log, and subscribe to CUPTI callbacks for the capture window
+//    (cudaProfilerStart/Stop) and CUDA-graph node creation/cloning.
+//  - NVTX_INJECTION64_PATH: every NVTX instance in the process (the application's, libtorch's, ...; NVTX v3
+//    is header-only so each library carries its own) calls InitializeInjectionNvtx2() on its first NVTX call.
+//    We fill that instance's core and core2 callback tables with our handlers. CUPTI's own NVTX marker
+//    records are not used: they did not arrive on the H200 machine and would need CUPTI as the NVTX injection.
+//
+// Hot path (NVTX push/pop): a thread-local stack and a thread-local byte buffer, no locks, no formatting.
+// A thread's buffer is written to the file in one write() when full (under a mutex, once per 64 KiB),
+// when the thread exits, and at process exit.
+#include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCuda.h>
+
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "opprof/ingest/tracer_log_format.hpp"
+
+namespace {
+
+using namespace opprof::tracelog;
+
+// ------------------------------------------------------------------------------------------------
+// Clocks and small helpers
+
+std::uint64_t cupti_now() {
+  std::uint64_t ts = 0;
+  cuptiGetTimestamp(&ts);
+  return ts;
+}
+
+std::uint64_t clock_ns(clockid_t id) {
+  timespec t{};
+  clock_gettime(id, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(t.tv_nsec);
+}
+
+std::uint64_t os_tid() { return static_cast<std::uint64_t>(syscall(SYS_gettid)); }
+
+// Messages to stderr without stdio buffering, usable from any context.
+void note(const char* msg) {
+  const char prefix[] = "[opprof-tracer] ";
+  ssize_t ignored = write(2, prefix, sizeof prefix - 1);
+  ignored = write(2, msg, std::strlen(msg));
+  ignored = write(2, "\n", 1);
+  (void)ignored;
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}
+
+std::size_t env_size(const char* name, std::size_t fallback, std::size_t lo, std::size_t hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || n < lo || n > hi) return fallback;
+  return static_cast<std::size_t>(n);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The output file
+
+struct Output {
+  int fd = -1;
+  std::mutex write_mu;  // serializes whole chunks; never taken per record
+  bool window_only = false;
+  std::atomic<std::uint64_t> records{0};
+  std::atomic<std::uint32_t> next_string_id{1};
+  std::atomic<bool> finished{false};
+};
+Output g_out;
+std::once_flag g_open_once;
+void at_exit();
+
+void write_chunk(const char* data, std::size_t n) {
+  if (g_out.fd < 0 || n == 0) return;
+  std::lock_guard<std::mutex> lock(g_out.write_mu);
+  while (n > 0) {
+    ssize_t w = write(g_out.fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      note("write to the trace file failed; later records are lost");
+      return;
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void open_output() {
+  std::call_once(g_open_once, [] {
+    g_out.window_only = env_flag("OPPROF_TRACE_WINDOW");
+    std::string path;
+    if (const char* p = std::getenv("OPPROF_TRACE_FILE"); p != nullptr && *p != '\0') {
+      path = p;
+    } else {
+      path = "opprof-trace-" + std::to_string(getpid()) + ".bin";
+    }
+    g_out.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (g_out.fd < 0) {
+      std::string msg = "cannot open trace file " + path + ": " + std::strerror(errno);
+      note(msg.c_str());
+      return;
+    }
+    FileHeader h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.major = kFormatMajor;
+    h.minor = kFormatMinor;
+    h.header_bytes = sizeof(FileHeader);
+    h.pid = static_cast<std::uint32_t>(getpid());
+    h.flags = g_out.window_only ? kFlagWindowOnly : 0u;
+    h.cupti_start_ns = cupti_now();
+    h.steady_start_ns = clock_ns(CLOCK_MONOTONIC);
+    h.realtime_start_ns = clock_ns(CLOCK_REALTIME);
+    write_chunk(reinterpret_cast<const char*>(&h), sizeof h);
+    // Registered by whichever injection comes first, so an NVTX-only process is flushed too.
+    std::atexit(at_exit);
+  });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Per-thread state: record buffer, NVTX stack, string cache
+
+constexpr std::size_t kThreadBufferBytes = 64 * 1024;
+static_assert(kThreadBufferBytes > record_bytes<StringRecord>(kMaxStringBytes) +
+                                       record_bytes<GraphNodeRecord>(kMaxStackDepth * sizeof(StackEntry)));
+
+// A direct-mapped cache of recently interned texts: repeated texts (module names, kernel names) are
+// written once per eviction, unique ones (emit_nvtx texts carry an op id) cost one string record each.
+// Bounded: no allocation after the thread's first use.
+struct StringCache {
+  static constexpr std::size_t kSlots = 1024;
+  static constexpr std::size_t kMaxCached = 116;
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t id = 0;
+    std::uint16_t length = 0;
+    char text[kMaxCached];
+  };
+  Slot slots[kSlots];
+};
+
+struct StackItem {
+  std::uint32_t text_sid;
+  std::uint32_t domain_sid;
+  bool written;  // the push record was written (false for pushes outside the window in window mode)
+};
+
+struct ThreadLog {
+  std::atomic<bool> busy{false};    // the owner is appending; the exit flusher waits for it
+  std::atomic<bool> in_use{false};  // owned by a live thread
+  ThreadLog* next = nullptr;        // registry of every ThreadLog ever made
+  std::uint64_t tid = 0;
+  std::uint32_t used = 0;
+  std::vector<StackItem> stack;
+  StringCache cache;
+  std::string utf8;  // scratch for wide-character NVTX texts
+  alignas(64) char data[kThreadBufferBytes];
+};
+
+std::atomic<ThreadLog*> g_thread_logs{nullptr};
+
+void flush_buffer(ThreadLog& t) {
+  write_chunk(t.data, t.used);
+  t.used = 0;
+}
+
+ThreadLog* acquire_thread_log() {
+  // Reuse a log a finished thread gave back, so thread churn keeps memory bounded.
+  for (ThreadLog* t = g_thread_logs.load(std::memory_order_acquire); t != nullptr; t = t->next) {
+    bool expected = false;
+    if (t->in_use.compare_exchange_strong(expected, true)) return t;
+  }
+  auto* t = new ThreadLog();
+  t->in_use.store(true);
+  t->stack.reserve(64);
+  t->utf8.reserve(256);
+  ThreadLog* head = g_thread_logs.load(std::memory_order_relaxed);
+  do {
+    t->next = head;
+  } while (!g_thread_logs.compare_exchange_weak(head, t, std::memory_order_release, std::memory_order_relaxed));
+  return t;
+}
+
+// The calling thread's log. A trivial thread_local, readable even after the thread's destructors ran
+// (exit() runs the main thread's thread_local destructors before atexit handlers, and CUPTI may still call
+// back on that thread while we flush).
+thread_local ThreadLog* t_log = nullptr;
+thread_local bool t_released = false;
+
+// Flushes the thread's log and gives it back for reuse when the thread exits.
+struct ThreadLogRelease {
+  bool armed = false;
+  ~ThreadLogRelease() {
+    ThreadLog* log = t_log;
+    t_released = true;
+    if (log == nullptr) return;
+    while (log->busy.exchange(true, std::memory_order_acquire)) {
+    }
+    flush_buffer(*log);
+    log->stack.clear();
+    log->busy.store(false, std::memory_order_release);
+    t_log = nullptr;
+    log->in_use.store(false, std::memory_order_release);
+  }
+};
+thread_local ThreadLogRelease t_release;
+
+ThreadLog& this_thread_log() {
+  ThreadLog* t = t_log;
+  if (t == nullptr) [[unlikely]] {
+    open_output();
+    t = acquire_thread_log();
+    t->tid = os_tid();
+    t->used = 0;
+    t_log = t;
+    // After the release ran, a late log stays owned (flushed at exit by flush_all_thread_logs).
+    if (!t_released) t_release.armed = true;
+  }
+  return *t;
+}
+
+// Marks the owner's append in progress; the exit flusher spins on it instead of a mutex.
+struct Appending {
+  ThreadLog& t;
+  explicit Appending(ThreadLog& log) : t(log) {
+    // Uncontended except while the exit flusher drains this buffer.
+    while (t.busy.exchange(true, std::memory_order_acquire)) {
+    }
+  }
+  ~Appending() { t.busy.store(false, std::memory_order_release); }
+};
+
+char* reserve(ThreadLog& t, std::size_t n) {
+  if (t.used + n > kThreadBufferBytes) flush_buffer(t);
+  return t.data + t.used;
+}
+
+template <typename T>
+void append(ThreadLog& t, RecordType type, const T& fixed, const void* tail = nullptr, std::size_t tail_bytes = 0) {
+  char* out = reserve(t, record_bytes<T>(tail_bytes));
+  char* end = put_record(out, type, fixed, tail, tail_bytes);
+  t.used += static_cast<std::uint32_t>(end - out);
+  g_out.records.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t fnv1a(const char* s, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * 1099511628211ull;
+  return h;
+}
+
+std::uint32_t write_string(ThreadLog& t, const char* s, std::size_t n) {
+  const std::uint32_t id = g_out.next_string_id.fetch_add(1, std::memory_order_relaxed);
+  StringRecord r{id, static_cast<std::uint32_t>(n)};
+  append(t, RecordType::kString, r, s, n);
+  return id;
+}
+
+// Interns a text into the log: returns its string id, writing a string record on a cache miss.
+std::uint32_t intern(ThreadLog& t, const char* s, std::size_t n) {
+  if (s == nullptr) return 0;
+  if (n > kMaxStringBytes) n = kMaxStringBytes;
+  if (n > StringCache::kMaxCached) return write_string(t, s, n);
+  const std::uint64_t h = fnv1a(s, n);
+  StringCache::Slot& slot = t.cache.slots[h & (StringCache::kSlots - 1)];
+  if (slot.id != 0 && slot.hash == h && slot.length == n && std::memcmp(slot.text, s, n) == 0) return slot.id;
+  const std::uint32_t id = write_string(t, s, n);
+  slot.hash = h;
+  slot.id = id;
+  slot.length = static_cast<std::uint16_t>(n);
+  std::memcpy(slot.text, s, n);
+  return id;
+}
+
+std::uint32_t intern(ThreadLog& t, const char* s) { return s == nullptr ? 0 : intern(t, s, std::strlen(s)); }
+
+// NVTX's W entry points take wchar_t (UTF-32 on Linux); the log holds UTF-8.
+std::uint32_t intern_wide(ThreadLog& t, const wchar_t* w) {
+  if (w == nullptr) return 0;
+  std::string& out = t.utf8;
+  out.clear();
+  for (; *w != 0 && out.size() < kMaxStringBytes; ++w) {
+    auto c = static_cast<std::uint32_t>(*w);
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | ((c >> 18) & 0x07)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
+  return intern(t, out.data(), out.size());
+}
+
+// Flushes every thread's buffer: at exit and on a fatal signal, from one thread while others may run.
+void flush_all_thread_logs() {
+  for (ThreadLog* t = g_thread_logs.load(std::memory_order_acquire); t != nullptr; t = t->next) {
+    // Bounded wait: a thread stopped inside an append for good (it cannot be at exit) must not hang us.
+    bool acquired = false;
+    for (int spin = 0; spin < 200000; ++spin) {
+      if (!t->busy.exchange(true, std::memory_order_acquire)) {
+        acquired = true;
+        break;
+      }
+      if (spin > 1000) sched_yield();
+    }
+    if (!acquired) continue;
+    flush_buffer(*t);
+    t->busy.store(false, std::memory_order_release);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Capture window (cudaProfilerStart / Stop)
+
+struct Window {
+  std::uint32_t start_correlation;
+  std::uint32_t stop_correlation;  // UINT32_MAX while open
+};
+constexpr std::size_t kMaxWindows = 256;
+std::mutex g_window_mu;
+Window g_windows[kMaxWindows];
+std::size_t g_window_count = 0;
+std::atomic<bool> g_window_open{false};
+
+// Window-only mode: NVTX records are written only while a window is open (cheap relaxed load).
+bool nvtx_recording() { return !g_out.window_only || g_window_open.load(std::memory_order_relaxed); }
+
+struct WindowSnapshot {
+  Window windows[kMaxWindows];
+  std::size_t count = 0;
+  bool contains(std::uint32_t correlation) const {
+    for (std::size_t i = 0; i < count; ++i)
+      if (correlation > windows[i].start_correlation && correlation < windows[i].stop_correlation) return true;
+    return false;
+  }
+};
+
+void window_event(bool start, std::uint32_t correlation) {
+  ThreadLog& t = this_thread_log();
+  {
+    std::lock_guard<std::mutex> lock(g_window_mu);
+    const bool open = g_window_open.load();
+    // cudaProfilerStart calls cuProfilerStart: both callbacks fire; the outer one wins.
+    if (start == open) return;
+    if (start) {
+      if (g_window_count == kMaxWindows) return;
+      g_windows[g_window_count++] = Window{correlation, UINT32_MAX};
+    } else if (g_window_count > 0) {
+      g_windows[g_window_count - 1].stop_correlation = correlation;
+    }
+    g_window_open.store(start);
+  }
+  Appending a(t);
+  WindowRecord r{cupti_now(), t.tid, correlation, 0};
+  append(t, start ? RecordType::kWindowStart : RecordType::kWindowStop, r);
+}
+
+// ------------------------------------------------------------------------------------------------
+// NVTX handlers
+
+struct Domain {
+  std::uint32_t name_sid;
+};
+struct RegisteredString {
+  std::uint32_t sid;
+};
+
+std::uint32_t domain_sid(nvtxDomainHandle_t d) {
+  return d == nullptr ? 0u : reinterpret_cast<const Domain*>(d)->name_sid;
+}
+
+std::uint32_t message_sid(ThreadLog& t, const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return 0;
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return intern(t, a->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE: return intern_wide(t, a->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      return a->message.registered == nullptr
+                 ? 0u
+                 : reinterpret_cast<const RegisteredString*>(a->message.registered)->sid;
+    default: return 0;
+  }
+}
+
+std::uint32_t category_of(const nvtxEventAttributes_t* a) { return a == nullptr ? 0u : a->category; }
+
+// The text id is computed by the caller so the three push flavours share this body.
+template <typename TextFn>
+int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  // Interned even outside the window: a graph node captured under this range names it by this id.
+  const std::uint32_t sid = text(t);
+  const bool write = nvtx_recording();
+  if (write) {
+    NvtxPushRecord r{cupti_now(), t.tid, sid, dom, category, 0};
+    append(t, RecordType::kNvtxPush, r);
+  }
+  int level = 0;
+  for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
+  t.stack.push_back(StackItem{sid, dom, write});
+  return level;
+}
+
+int pop_range(std::uint32_t dom) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  // NVTX nests per domain: pop the innermost range of this domain.
+  for (std::size_t i = t.stack.size(); i-- > 0;) {
+    if (t.stack[i].domain_sid != dom) continue;
+    const bool written = t.stack[i].written;
+    t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(i));
+    if (written) {
+      NvtxPopRecord r{cupti_now(), t.tid, dom, 0};
+      append(t, RecordType::kNvtxPop, r);
+    }
+    int level = 0;
+    for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
+    return level;
+  }
+  return -1;  // NVTX's "no range open" answer
+}
+
+// Range ids: a process-wide counter; the top bit says the start record was written (window mode).
+std::atomic<std::uint64_t> g_next_range_id{1};
+constexpr std::uint64_t kRangeWritten = 1ull << 63;
+
+template <typename TextFn>
+nvtxRangeId_t start_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  const std::uint32_t sid = text(t);
+  std::uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  if (nvtx_recording()) {
+    NvtxStartRecord r{cupti_now(), id, t.tid, sid, dom, category, 0};
+    append(t, RecordType::kNvtxStart, r);
+    id |= kRangeWritten;
+  }
+  return id;
+}
+
+void end_range(nvtxRangeId_t id) {
+  if ((id & kRangeWritten) == 0) return;
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  NvtxEndRecord r{cupti_now(), id & ~kRangeWritten, t.tid};
+  append(t, RecordType::kNvtxEnd, r);
+}
+
+template <typename TextFn>
+void mark(std::uint32_t dom, TextFn text) {
+  if (!nvtx_recording()) return;
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  NvtxMarkRecord r{cupti_now(), t.tid, text(t), dom};
+  append(t, RecordType::kNvtxMark, r);
+}
+
+void name_category(std::uint32_t dom, uint32_t category, std::uint32_t (*text)(ThreadLog&, const void*),
+                   const void* name) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  CategoryNameRecord r{dom, category, text(t, name), 0};
+  append(t, RecordType::kCategoryName, r);
+}
+
+std::uint32_t ascii_text(ThreadLog& t, const void* s) { return intern(t, static_cast<const char*>(s)); }
+std::uint32_t wide_text(ThreadLog& t, const void* s) { return intern_wide(t, static_cast<const wchar_t*>(s)); }
+
+void name_thread(uint32_t os_thread, std::uint32_t (*text)(ThreadLog&, const void*), const void* name) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  ThreadNameRecord r{os_thread, text(t, name), 0};
+  append(t, RecordType::kThreadName, r);
+}
+
+// Core module (NVTX v1 API, default domain)
+void NVTX_API MarkEx(const nvtxEventAttributes_t* a) { mark(0, [a](ThreadLog& t) { return message_sid(t, a); }); }
+void NVTX_API MarkA(const char* m) { mark(0, [m](ThreadLog& t) { return intern(t, m); }); }
+void NVTX_API MarkW(const wchar_t* m) { mark(0, [m](ThreadLog& t) { return intern_wide(t, m); }); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
+  return start_range(0, category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+}
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) {
+  return start_range(0, 0, [m](ThreadLog& t) { return intern(t, m); });
+}
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
+  return start_range(0, 0, [m](ThreadLog& t) { return intern_wide(t, m); });
+}
+void NVTX_API RangeEnd(nvtxRangeId_t id) { end_range(id); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
+  return push_range(0, category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+}
+int NVTX_API RangePushA(const char* m) { return push_range(0, 0, [m](ThreadLog& t) { return intern(t, m); }); }
+int NVTX_API RangePushW(const wchar_t* m) {
+  return push_range(0, 0, [m](ThreadLog& t) { return intern_wide(t, m); });
+}
+int NVTX_API RangePop() { return pop_range(0); }
+void NVTX_API NameCategoryA(uint32_t c, const char* n) { name_category(0, c, ascii_text, n); }
+void NVTX_API NameCategoryW(uint32_t c, const wchar_t* n) { name_category(0, c, wide_text, n); }
+void NVTX_API NameOsThreadA(uint32_t tid, const char* n) { name_thread(tid, ascii_text, n); }
+void NVTX_API NameOsThreadW(uint32_t tid, const wchar_t* n) { name_thread(tid, wide_text, n); }
+
+// Core2 module (domains)
+void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  mark(domain_sid(d), [a](ThreadLog& t) { return message_sid(t, a); });
+}
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return start_range(domain_sid(d), category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+}
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end_range(id); }
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return push_range(domain_sid(d), category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+}
+int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop_range(domain_sid(d)); }
+void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t c, const char* n) {
+  name_category(domain_sid(d), c, ascii_text, n);
+}
+void NVTX_API DomainNameCategoryW(nvtxDomainHandle_t d, uint32_t c, const wchar_t* n) {
+  name_category(domain_sid(d), c, wide_text, n);
+}
+// Handles live as long as the process: NVTX gives no guarantee that a handle is no longer used.
+nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  auto* r = new RegisteredString{intern(t, s)};
+  return reinterpret_cast<nvtxStringHandle_t>(r);
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  auto* r = new RegisteredString{intern_wide(t, s)};
+  return reinterpret_cast<nvtxStringHandle_t>(r);
+}
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  auto* d = new Domain{intern(t, name)};
+  return reinterpret_cast<nvtxDomainHandle_t>(d);
+}
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  auto* d = new Domain{intern_wide(t, name)};
+  return reinterpret_cast<nvtxDomainHandle_t>(d);
+}
+// Kept alive: ranges recorded in the domain still refer to its name id, and a racing push may read it.
+void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}
+
+// Installs `fn` into slot `id` of a module's function table. The table is an array of pointers to the
+// NVTX instance's function-pointer variables; slot 0 is unused and the table is `size` long.
+template <typename Fn>
+void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
+  if (table == nullptr || id == 0 || id >= size || table[id] == nullptr) return;
+  *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUPTI activity buffers: a fixed pool, written to the log by the completion callback
+
+std::mutex g_pool_mu;
+std::vector<std::uint8_t*> g_pool_free;
+std::size_t g_pool_buffer_bytes = 0;
+std::atomic<std::uint64_t> g_pool_exhausted{0};
+WindowSnapshot g_snapshot_scratch;  // used under g_snapshot_mu only: too large for CUPTI's thread stack
+std::mutex g_snapshot_mu;
+
+void create_pool() {
+  const std::size_t count = env_size("OPPROF_TRACE_BUFFERS", 16, 2, 1024);
+  g_pool_buffer_bytes = env_size("OPPROF_TRACE_BUFFER_KB", 4096, 64, 1 << 20) * 1024;
+  for (std::size_t i = 0; i < count; ++i) {
+    void* p = std::aligned_alloc(64, g_pool_buffer_bytes);
+    if (p != nullptr) g_pool_free.push_back(static_cast<std::uint8_t*>(p));
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *max_records = 0;
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  if (g_pool_free.empty()) {
+    // Bounded memory: CUPTI drops what it cannot store and counts it; we report both.
+    g_pool_exhausted.fetch_add(1, std::memory_order_relaxed);
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  *buffer = g_pool_free.back();
+  g_pool_free.pop_back();
+  *size = g_pool_buffer_bytes;
+}
+
+void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapshot* window) {
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      if (window != nullptr && !window->contains(k->correlationId)) return;
+      KernelRecord r{};
+      r.start_ns = k->start;
+      r.end_ns = k->end;
+      r.graph_node_id = k->graphNodeId;
+      r.correlation_id = k->correlationId;
+      r.device_id = k->deviceId;
+      r.context_id = k->contextId;
+      r.stream_id = k->streamId;
+      r.graph_id = k->graphId;
+      r.name_sid = intern(t, k->name);
+      r.grid_x = k->gridX; r.grid_y = k->gridY; r.grid_z = k->gridZ;
+      r.block_x = k->blockX; r.block_y = k->blockY; r.block_z = k->blockZ;
+      r.static_shared_bytes = static_cast<std::uint32_t>(k->staticSharedMemory);
+      r.dynamic_shared_bytes = static_cast<std::uint32_t>(k->dynamicSharedMemory);
+      r.registers_per_thread = k->registersPerThread;
+      r.launch_type = k->launchType;
+      append(t, RecordType::kKernel, r);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      if (window != nullptr && !window->contains(m->correlationId)) return;
+      MemcpyRecord r{};
+      r.start_ns = m->start;
+      r.end_ns = m->end;
+      r.bytes = m->bytes;
+      r.graph_node_id = m->graphNodeId;
+      r.correlation_id = m->correlationId;
+      r.device_id = m->deviceId;
+      r.context_id = m->contextId;
+      r.stream_id = m->streamId;
+      r.graph_id = m->graphId;
+      r.copy_kind = m->copyKind;
+      r.src_kind = m->srcKind;
+      r.dst_kind = m->dstKind;
+      r.flags = m->flags;
+      append(t, RecordType::kMemcpy, r);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      if (window != nullptr && !window->contains(m->correlationId)) return;
+      MemsetRecord r{};
+      r.start_ns = m->start;
+      r.end_ns = m->end;
+      r.bytes = m->bytes;
+      r.graph_node_id = m->graphNodeId;
+      r.correlation_id = m->correlationId;
+      r.device_id = m->deviceId;
+      r.context_id = m->contextId;
+      r.stream_id = m->streamId;
+      r.graph_id = m->graphId;
+      r.value = m->value;
+      r.memory_kind = m->memoryKind;
+      r.flags = m->flags;
+      append(t, RecordType::kMemset, r);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+      if (window != nullptr && !window->contains(a->correlationId)) return;
+      ApiCallRecord r{};
+      r.start_ns = a->start;
+      r.end_ns = a->end;
+      r.tid = a->threadId;
+      r.pid = a->processId;
+      r.correlation_id = a->correlationId;
+      r.cbid = a->cbid;
+      r.domain = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiDomainRuntime : kApiDomainDriver;
+      append(t, RecordType::kApiCall, r);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(rec);
+      DeviceRecord r{};
+      r.global_memory_bytes = d->globalMemorySize;
+      r.device_id = d->id;
+      r.name_sid = intern(t, d->name);
+      r.cc_major = d->computeCapabilityMajor;
+      r.cc_minor = d->computeCapabilityMinor;
+      r.sm_count = d->numMultiprocessors;
+      append(t, RecordType::kDevice, r);
+      return;
+    }
+    default: return;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid) {
+  ThreadLog& t = this_thread_log();
+  {
+    std::lock_guard<std::mutex> snap_lock(g_snapshot_mu);
+    const WindowSnapshot* window = nullptr;
+    if (g_out.window_only) {
+      std::lock_guard<std::mutex> lock(g_window_mu);
+      g_snapshot_scratch.count = g_window_count;
+      std::memcpy(g_snapshot_scratch.windows, g_windows, sizeof(Window) * g_window_count);
+      window = &g_snapshot_scratch;
+    }
+    Appending a(t);
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) write_activity(t, rec, window);
+    std::size_t dropped = 0;
+    cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped);
+    if (dropped != 0) {
+      DroppedRecord r{dropped, g_pool_exhausted.load()};
+      append(t, RecordType::kDropped, r);
+    }
+    // Buffers reach the disk as they complete, so a crash loses at most what is still in flight.
+    flush_buffer(t);
+  }
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  g_pool_free.push_back(buffer);
+}
+
+// ------------------------------------------------------------------------------------------------
+// CUPTI callbacks: capture window, graph nodes
+
+std::uint64_t graph_node_id(CUgraphNode n) {
+  std::uint64_t id = 0;
+  if (n != nullptr) cuptiGetGraphNodeId(n, &id);
+  return id;
+}
+std::uint32_t graph_id(CUgraph g) {
+  std::uint32_t id = 0;
+  if (g != nullptr) cuptiGetGraphId(g, &id);
+  return id;
+}
+
+void on_graph_node_created(const CUpti_GraphData* g) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  // The creating thread is the capturing one: its NVTX stack is what the node's work belongs to.
+  StackEntry entries[kMaxStackDepth];
+  std::uint32_t depth = 0;
+  for (const StackItem& s : t.stack) {
+    if (depth == kMaxStackDepth) break;
+    entries[depth++] = StackEntry{s.text_sid, s.domain_sid};
+  }
+  GraphNodeRecord r{};
+  r.node_id = graph_node_id(g->node);
+  r.ts_ns = cupti_now();
+  r.tid = t.tid;
+  r.graph_id = graph_id(g->graph);
+  r.node_type = static_cast<std::uint32_t>(g->nodeType);
+  r.depth = depth;
+  append(t, RecordType::kGraphNode, r, entries, depth * sizeof(StackEntry));
+}
+
+void on_graph_node_cloned(const CUpti_GraphData* g) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  GraphNodeCloneRecord r{graph_node_id(g->node), graph_node_id(g->originalNode), graph_id(g->graph),
+                         graph_id(g->originalGraph)};
+  append(t, RecordType::kGraphNodeClone, r);
+}
+
+void on_graph_exec_created(const CUpti_GraphData* g) {
+  std::uint32_t exec = 0;
+  if (g->graphExec != nullptr) cuptiGetGraphExecId(g->graphExec, &exec);
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  GraphExecRecord r{exec, graph_id(g->graph)};
+  append(t, RecordType::kGraphExec, r);
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* api = static_cast<const CUpti_CallbackData*>(data);
+    if (api->callbackSite != CUPTI_API_ENTER) return;
+    const bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
+                       (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+    window_event(start, api->correlationId);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
+  const auto* res = static_cast<const CUpti_ResourceData*>(data);
+  const auto* g = static_cast<const CUpti_GraphData*>(res->resourceDescriptor);
+  if (g == nullptr) return;
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: on_graph_node_created(g); break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: on_graph_node_cloned(g); break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: on_graph_exec_created(g); break;
+    default: break;
+  }
+}
+
+// Only launch-like calls and the few others the reader needs: the log stays small and CUPTI does less.
+bool api_wanted(const char* name, bool runtime) {
+  static const char* const kRuntime[] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
+                                         "cudaProfilerStart", "cudaProfilerStop"};
+  static const char* const kDriver[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset",
+                                        "cuProfilerStart", "cuProfilerStop"};
+  for (const char* p : runtime ? kRuntime : kDriver)
+    if (std::strncmp(name, p, std::strlen(p)) == 0) return true;
+  return false;
+}
+
+std::size_t enable_api_records(CUpti_CallbackDomain domain, std::uint32_t count) {
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  ThreadLog& t = this_thread_log();
+  std::size_t enabled = 0;
+  for (std::uint32_t cbid = 1; cbid < count; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    if (!api_wanted(name, runtime)) continue;
+    CUptiResult rc = runtime ? cuptiActivityEnableRuntimeApi(cbid, 1) : cuptiActivityEnableDriverApi(cbid, 1);
+    if (rc != CUPTI_SUCCESS) continue;
+    Appending a(t);
+    ApiNameRecord r{runtime ? kApiDomainRuntime : kApiDomainDriver, cbid, intern(t, name), 0};
+    append(t, RecordType::kApiName, r);
+    ++enabled;
+  }
+  return enabled;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Flushing: at exit, and on SIGINT/SIGTERM through a helper thread (signal handlers may not take locks)
+
+std::atomic<bool> g_cupti_active{false};  // InitializeInjection ran: CUPTI has buffers to flush
+
+void flush_everything() {
+  if (g_cupti_active.load()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  flush_all_thread_logs();
+}
+
+void at_exit() {
+  if (g_out.finished.exchange(true)) return;
+  flush_everything();
+  // A log of its own: the exiting thread's thread_local one may already be given back.
+  ThreadLog& t = *acquire_thread_log();
+  t.tid = os_tid();
+  {
+    Appending a(t);
+    DroppedRecord d{0, g_pool_exhausted.load()};
+    if (d.pool_exhausted_requests != 0) append(t, RecordType::kDropped, d);
+    TrailerRecord r{cupti_now(), clock_ns(CLOCK_MONOTONIC), g_out.records.load(),
+                    g_out.next_string_id.load() - 1u};
+    append(t, RecordType::kTrailer, r);
+    flush_buffer(t);
+  }
+  if (g_out.fd >= 0) fsync(g_out.fd);
+}
+
+sem_t g_flush_request;
+std::atomic<std::uint32_t> g_flush_generation{0};
+struct sigaction g_prev_sigint {};
+struct sigaction g_prev_sigterm {};
+
+void flusher_thread() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals must reach the other threads, not this one
+  for (;;) {
+    if (sem_wait(&g_flush_request) != 0) continue;
+    flush_everything();
+    if (g_out.fd >= 0) fsync(g_out.fd);
+    g_flush_generation.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void on_fatal_signal(int sig) {
+  const int saved_errno = errno;
+  const std::uint32_t gen = g_flush_generation.load(std::memory_order_acquire);
+  sem_post(&g_flush_request);  // async-signal-safe
+  timespec pause{0, 5 * 1000 * 1000};
+  for (int i = 0; i < 600 && g_flush_generation.load(std::memory_order_acquire) == gen; ++i) nanosleep(&pause, nullptr);
+  // Hand the signal to whoever had it before us (Python's KeyboardInterrupt handler, the default action).
+  sigaction(sig, sig == SIGINT ? &g_prev_sigint : &g_prev_sigterm, nullptr);
+  errno = saved_errno;
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  if (sem_init(&g_flush_request, 0, 0) != 0) return;
+  std::thread(flusher_thread).detach();
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction* prev = sig == SIGINT ? &g_prev_sigint : &g_prev_sigterm;
+    if (sigaction(sig, nullptr, prev) != 0) continue;
+    if (prev->sa_handler == SIG_IGN) continue;  // the program chose to ignore it: keep that
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+bool check(CUptiResult rc, const char* what) {
+  if (rc == CUPTI_SUCCESS) return true;
+  const char* err = nullptr;
+  cuptiGetResultString(rc, &err);
+  std::string msg = std::string(what) + " failed: " + (err != nullptr ? err : "unknown CUPTI error");
+  note(msg.c_str());
+  return false;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Entry points
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  static std::atomic<bool> initialized{false};
+  if (initialized.exchange(true)) return 1;
+  open_output();
+  if (g_out.fd < 0) return 0;
+
+  // API records carry gettid() thread ids, the same ids the NVTX handlers record.
+  check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
+  create_pool();
+  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+    return 0;
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE), "enable DEVICE");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable CONCURRENT_KERNEL");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable MEMCPY");
+  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable MEMSET");
+  enable_api_records(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  enable_api_records(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+
+  CUpti_SubscriberHandle subscriber = nullptr;
+  if (check(cuptiSubscribe(&subscriber, on_callback, nullptr), "cuptiSubscribe")) {
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
+          "callback cudaProfilerStart");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000),
+          "callback cudaProfilerStop");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
+          "callback cuProfilerStart");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop),
+          "callback cuProfilerStop");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED),
+          "callback GRAPHNODE_CREATED");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED),
+          "callback GRAPHNODE_CLONED");
+    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED),
+          "callback GRAPHEXEC_CREATED");
+  }
+  {
+    ThreadLog& t = this_thread_log();
+    Appending a(t);
+    flush_buffer(t);  // the API name table reaches the disk first
+  }
+  g_cupti_active.store(true);
+  install_signal_handlers();
+  return 1;
+}
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table) {
+  if (get_table == nullptr) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_table(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks) ||
+      callbacks->GetModuleFunctionTable == nullptr)
+    return 0;
+  open_output();
+
+  NvtxFunctionTable core = nullptr;
+  unsigned int core_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) != 0 && core != nullptr) {
+    install(core, core_size, NVTX_CBID_CORE_MarkEx, MarkEx);
+    install(core, core_size, NVTX_CBID_CORE_MarkA, MarkA);
+    install(core, core_size, NVTX_CBID_CORE_MarkW, MarkW);
+    install(core, core_size, NVTX_CBID_CORE_RangeStartEx, RangeStartEx);
+    install(core, core_size, NVTX_CBID_CORE_RangeStartA, RangeStartA);
+    install(core, core_size, NVTX_CBID_CORE_RangeStartW, RangeStartW);
+    install(core, core_size, NVTX_CBID_CORE_RangeEnd, RangeEnd);
+    install(core, core_size, NVTX_CBID_CORE_RangePushEx, RangePushEx);
+    install(core, core_size, NVTX_CBID_CORE_RangePushA, RangePushA);
+    install(core, core_size, NVTX_CBID_CORE_RangePushW, RangePushW);
+    install(core, core_size, NVTX_CBID_CORE_RangePop, RangePop);
+    install(core, core_size, NVTX_CBID_CORE_NameCategoryA, NameCategoryA);
+    install(core, core_size, NVTX_CBID_CORE_NameCategoryW, NameCategoryW);
+    install(core, core_size, NVTX_CBID_CORE_NameOsThreadA, NameOsThreadA);
+    install(core, core_size, NVTX_CBID_CORE_NameOsThreadW, NameOsThreadW);
+  } else {
+    return 0;
+  }
+  // Core2 (domains) exists from NVTX v2 on; an old instance without it still gets the core handlers.
+  NvtxFunctionTable core2 = nullptr;
+  unsigned int core2_size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainMarkEx, DomainMarkEx);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, DomainRangeStartEx);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, DomainRangeEnd);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, DomainRangePushEx);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, DomainRangePop);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryA, DomainNameCategoryA);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryW, DomainNameCategoryW);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, DomainRegisterStringA);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, DomainRegisterStringW);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, DomainCreateA);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
+    install(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
+  }
+  return 1;
+}
