@@ -177,12 +177,12 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
 
   meta["opprof_version"] = OPPROF_VERSION;
   meta["created_at"] = now_iso8601();
-  meta["input.trace"] = std::filesystem::absolute(o.trace).string();
-  if (!o.ncu.empty()) meta["input.ncu"] = std::filesystem::absolute(o.ncu).string();
-  if (!o.inductor.empty()) meta["input.inductor"] = std::filesystem::absolute(o.inductor).string();
+  meta["inputs.trace"] = std::filesystem::absolute(o.trace).string();
+  if (!o.ncu.empty()) meta["inputs.ncu"] = std::filesystem::absolute(o.ncu).string();
+  if (!o.inductor.empty()) meta["inputs.inductor"] = std::filesystem::absolute(o.inductor).string();
   meta["metric_set"] = metric_set.source;
   meta["chip"] = chip;
-  for (const auto& [key, value] : tl.metadata) meta["trace." + key] = value;
+  for (const auto& [key, value] : tl.metadata) meta["timeline." + key] = value;
   for (std::size_t i = 0; i < notes.lines.size(); ++i) meta[fmt::format("note.attribution.{}", i)] = notes.lines[i];
   meta["timing.read_s"] = fmt::format("{:.3f}", read_s);
   meta["timing.attribute_s"] = fmt::format("{:.3f}", attribute_s);

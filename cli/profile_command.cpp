@@ -47,26 +47,29 @@ std::map<std::string, std::string> python_env() {
   return env;
 }
 
-// Top-level scalars of capture.json as metadata ("capture.<key>"); nested values are skipped.
+// capture.json as metadata: scalars under "capture.<key>", nested objects flattened with dots
+// ("capture.sm_clock.before_warmup.mhz"); arrays are skipped.
+void flatten_json(simdjson::dom::element value, const std::string& key, std::map<std::string, std::string>& out) {
+  switch (value.type()) {
+    case simdjson::dom::element_type::OBJECT:
+      for (auto [k, v] : value.get_object().value()) flatten_json(v, key + "." + std::string(k), out);
+      break;
+    case simdjson::dom::element_type::STRING: out[key] = std::string(value.get_string().value()); break;
+    case simdjson::dom::element_type::INT64: out[key] = std::to_string(value.get_int64().value()); break;
+    case simdjson::dom::element_type::UINT64: out[key] = std::to_string(value.get_uint64().value()); break;
+    case simdjson::dom::element_type::DOUBLE: out[key] = fmt::format("{}", value.get_double().value()); break;
+    case simdjson::dom::element_type::BOOL: out[key] = value.get_bool().value() ? "true" : "false"; break;
+    default: break;
+  }
+}
+
 std::map<std::string, std::string> read_capture_json(const fs::path& path) {
   std::map<std::string, std::string> out;
   if (!fs::exists(path)) return out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (parser.load(path.string()).get(doc) != simdjson::SUCCESS) return out;
-  simdjson::dom::object obj;
-  if (doc.get(obj) != simdjson::SUCCESS) return out;
-  for (auto [key, value] : obj) {
-    std::string k = "capture." + std::string(key);
-    switch (value.type()) {
-      case simdjson::dom::element_type::STRING: out[k] = std::string(value.get_string().value()); break;
-      case simdjson::dom::element_type::INT64: out[k] = std::to_string(value.get_int64().value()); break;
-      case simdjson::dom::element_type::UINT64: out[k] = std::to_string(value.get_uint64().value()); break;
-      case simdjson::dom::element_type::DOUBLE: out[k] = fmt::format("{}", value.get_double().value()); break;
-      case simdjson::dom::element_type::BOOL: out[k] = value.get_bool().value() ? "true" : "false"; break;
-      default: break;
-    }
-  }
+  flatten_json(doc, "capture", out);
   return out;
 }
 
@@ -183,10 +186,10 @@ int run_profile(ProfileOptions o) {
     clocks.emplace(0);
     if (!clocks->locked()) throw InputError("--lock-clocks", clocks->error());
     say(fmt::format("SM clock locked at {} MHz (restored on exit)", clocks->locked_mhz()));
-    meta["clocks.locked_mhz"] = std::to_string(clocks->locked_mhz());
+    meta["clocks_locked_mhz"] = std::to_string(clocks->locked_mhz());
   }
-  meta["clocks.locked"] = clocks ? "true" : "false";
-  meta["clocks.ncu_clock_control"] = o.clock_control;
+  meta["clocks_locked"] = clocks ? "true" : "false";
+  meta["ncu.clock_control"] = o.clock_control;
 
   // Pass A: the timeline.
   auto t0 = std::chrono::steady_clock::now();
