@@ -609,8 +609,9 @@ TEST(KinetoTimeParsing, MicrosecondsToNanosecondsExactly) {
 
 namespace {
 // The obvious byte-at-a-time scan the SIMD one must agree with. For valid JSON this is plain JSON
-// semantics. For the invalid case of a backslash outside a string both follow simdjson's first stage:
-// a backslash escapes the next byte wherever it stands, and escaping only matters to quotes.
+// semantics. For invalid JSON both follow the same rules: a backslash escapes the next byte wherever it
+// stands (as in simdjson's first stage) and escaping only matters to quotes; only brackets of the
+// value's own kind are counted.
 std::size_t reference_value_end(const std::string& s, std::size_t start) {
   std::vector<bool> escaped(s.size() + 1, false);
   for (std::size_t i = start; i < s.size(); ++i)
@@ -624,30 +625,43 @@ std::size_t reference_value_end(const std::string& s, std::size_t start) {
       continue;
     }
     if (in_string) continue;
-    if (c == '{' || c == '[') ++depth;
-    if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+    if (c == s[start]) ++depth;
+    if (c == s[start] + 2 && --depth == 0) return i + 1;
   }
   return detail::kNoEnd;
 }
 }  // namespace
 
+using ScanFn = std::size_t (*)(const char*, std::size_t, detail::BracketScan&);
+
+// The build the reader picked, and each build on its own where the CPU runs it.
+std::vector<std::pair<const char*, ScanFn>> scan_builds() {
+  std::vector<std::pair<const char*, ScanFn>> builds = {{"dispatched", detail::scan_to_value_end},
+                                                        {"baseline", detail::scan_to_value_end_baseline}};
+  if (detail::scan_uses_avx2()) builds.emplace_back("avx2", detail::scan_to_value_end_avx2);
+  return builds;
+}
+
 TEST(JsonScan, AgreesWithAByteAtATimeScanAcrossBlocksAndResumes) {
+  for (auto [build, scan_to_value_end] : scan_builds()) {
+  SCOPED_TRACE(build);
   std::mt19937 rng(1234);
   const std::string alphabet = "{}[]\"\\\\\\ab:,\n";
   for (int round = 0; round < 3000; ++round) {
     // Random bodies heavy in quotes and backslashes, so escape runs and strings cross 64-byte blocks.
     std::string s(rng() % 7, ' ');
     const std::size_t start = s.size();
-    s += "{";
+    const bool object = rng() % 4 != 0;
+    s += object ? "{" : "[";
     const std::size_t body = rng() % 300;
     for (std::size_t i = 0; i < body; ++i) s += alphabet[rng() % alphabet.size()];
-    s += std::string(rng() % 3, '}') + "]}";
+    s += std::string(rng() % 3, object ? '}' : ']') + (object ? "]}" : "}]");
     const std::size_t expected = reference_value_end(s, start);
 
     std::string buf = s + std::string(64, ' ');
     detail::BracketScan whole;
     whole.pos = start;
-    ASSERT_EQ(detail::scan_to_value_end(buf.data(), s.size(), whole), expected) << s;
+    ASSERT_EQ(scan_to_value_end(buf.data(), s.size(), whole), expected) << s;
 
     // The same bytes arriving a few at a time, the scan resumed after each arrival.
     detail::BracketScan scan;
@@ -655,22 +669,28 @@ TEST(JsonScan, AgreesWithAByteAtATimeScanAcrossBlocksAndResumes) {
     std::size_t got = detail::kNoEnd;
     for (std::size_t size = start + 1; size <= s.size() && got == detail::kNoEnd; size += 1 + rng() % 90) {
       std::string window = s.substr(0, size) + std::string(64, '"');  // padding must not matter
-      got = detail::scan_to_value_end(window.data(), size, scan);
+      got = scan_to_value_end(window.data(), size, scan);
     }
     if (got == detail::kNoEnd) {
       std::string window = s + std::string(64, '"');
-      got = detail::scan_to_value_end(window.data(), s.size(), scan);
+      got = scan_to_value_end(window.data(), s.size(), scan);
     }
     ASSERT_EQ(got, expected) << s;
+  }
   }
 }
 
 TEST(JsonScan, CountsNewlines) {
   std::mt19937 rng(7);
-  for (std::size_t n : {0u, 1u, 15u, 16u, 17u, 255u * 16u, 255u * 16u + 33u, 100000u}) {
+  for (std::size_t n : {0u, 1u, 15u, 16u, 17u, 31u, 33u, 255u * 16u, 255u * 32u + 33u, 100000u}) {
     std::string s(n, 'x');
     for (auto& c : s)
       if (rng() % 3 == 0) c = '\n';
-    EXPECT_EQ(detail::count_newlines(s.data(), s.size()), static_cast<std::uint64_t>(std::count(s.begin(), s.end(), '\n')));
+    const auto expected = static_cast<std::uint64_t>(std::count(s.begin(), s.end(), '\n'));
+    EXPECT_EQ(detail::count_newlines(s.data(), s.size()), expected);
+    EXPECT_EQ(detail::count_newlines_baseline(s.data(), s.size()), expected);
+    if (detail::scan_uses_avx2()) {
+      EXPECT_EQ(detail::count_newlines_avx2(s.data(), s.size()), expected);
+    }
   }
 }
