@@ -32,7 +32,11 @@ namespace detail {
 static_assert(ChunkedInput::kPadding >= simdjson::SIMDJSON_PADDING, "events are parsed in place: the window needs padding");
 
 std::optional<std::int64_t> parse_trace_us_as_ns(std::string_view text) {
-  text = trim(text);
+  // Called twice per event with simdjson's raw token, which carries the whitespace up to the next
+  // comma: trimmed here by hand, the general trim() showed up in profiles.
+  auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!text.empty() && ws(text.back())) text.remove_suffix(1);
+  while (!text.empty() && ws(text.front())) text.remove_prefix(1);
   if (text.empty()) return std::nullopt;
   auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
   std::size_t i = 0;
@@ -142,6 +146,15 @@ RangeKind annotation_kind(std::string_view name) {
 }
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Whether the raw (still escaped) key that starts at raw is exactly word. Compares the word and the
+// closing quote with a fixed size, which compiles to a few loads: keys are matched per field of every
+// event. Reading past a shorter key is safe: inside an event a key is followed by '"', ':' and a value,
+// and the event by the window's padding. A key written with escapes matches nothing opprof reads.
+template <std::size_t N>
+bool key_is(const char* raw, const char (&word)[N]) {
+  return std::memcmp(raw, word, N - 1) == 0 && raw[N - 1] == '"';
+}
 
 std::string describe_byte(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -269,7 +282,9 @@ class KinetoReader {
   void handle_event(std::size_t start, std::size_t length);
   bool parse_event(od::document& doc, std::size_t start, Event& ev);
   bool skipped_early(const Event& ev);
-  void parse_args(od::value& value, std::size_t start, EventArgs& args);
+  // Which arguments an event's category needs, so that reading can stop once it has them.
+  enum class ArgsNeeded { kAll, kUpToExternalId, kUpToCorrelation };
+  void parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args);
   void read_id(od::value& value, std::size_t start, IdValue& out);
   std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
   bool read_uint(od::value& value, std::size_t start, std::uint64_t& out);
@@ -278,6 +293,7 @@ class KinetoReader {
   std::string_view read_string(od::value& value, std::size_t start);
   int category_index(std::string_view cat);
   std::uint64_t resolve_id(const IdValue& id, bool is_pid, std::uint64_t pid_for_thread);
+  StrId intern(std::string_view text);
 
   void add_kernel(const Event& ev, EventClass cls, std::int64_t start, std::int64_t end);
   void add_launch(const Event& ev, std::int64_t start, std::int64_t end);
@@ -304,7 +320,39 @@ class KinetoReader {
   std::vector<Category> categories_;
   std::uint64_t events_without_phase_ = 0;
   std::unordered_map<std::string, std::uint64_t> named_ids_;
+
+  // Names repeat heavily (a few thousand distinct ones among millions of events), and a kernel's name
+  // can be a kilobyte of template arguments: a direct-mapped cache keyed by a few sampled bytes answers
+  // most look-ups with one memcmp instead of hashing the whole name.
+  struct InternedName {
+    const char* data = nullptr;  // the StringTable's copy, stable for its lifetime
+    std::size_t size = 0;
+    StrId id = kNoString;
+  };
+  static constexpr std::size_t kNameCacheSlots = 4096;
+  std::vector<InternedName> name_cache_ = std::vector<InternedName>(kNameCacheSlots);
 };
+
+StrId KinetoReader::intern(std::string_view text) {
+  std::uint64_t key = text.size() * 0x9e3779b97f4a7c15ULL;
+  if (text.size() >= 8) {
+    std::uint64_t head, middle, tail;
+    std::memcpy(&head, text.data(), 8);
+    std::memcpy(&middle, text.data() + text.size() / 2 - 4, 8);
+    std::memcpy(&tail, text.data() + text.size() - 8, 8);
+    key ^= head * 0xff51afd7ed558ccdULL ^ (middle * 0xc4ceb9fe1a85ec53ULL) ^ (tail + (tail >> 29));
+  } else {
+    for (char c : text) key = (key ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  }
+  key ^= key >> 32;
+  InternedName& slot = name_cache_[key & (kNameCacheSlots - 1)];
+  if (slot.size == text.size() && slot.data != nullptr && std::memcmp(slot.data, text.data(), text.size()) == 0)
+    return slot.id;
+  const StrId id = tl_.strings.intern(text);
+  const std::string_view stored = tl_.strings.view(id);
+  slot = InternedName{stored.data(), stored.size(), id};
+  return id;
+}
 
 // ---- input plumbing ---------------------------------------------------------------------------
 
@@ -696,8 +744,11 @@ void KinetoReader::read_event() {
 
 int KinetoReader::category_index(std::string_view cat) {
   // A trace has a dozen categories; a linear look-up beats hashing each event's.
-  for (std::size_t i = 0; i < categories_.size(); ++i)
-    if (categories_[i].text == cat) return static_cast<int>(i);
+  for (std::size_t i = 0; i < categories_.size(); ++i) {
+    const std::string& known = categories_[i].text;
+    if (known.size() == cat.size() && known[0] == cat[0] && std::memcmp(known.data(), cat.data(), cat.size()) == 0)
+      return static_cast<int>(i);
+  }
   Category c;
   c.text = std::string(cat);
   c.cls = classify_category(cat);
@@ -723,7 +774,7 @@ std::string_view KinetoReader::read_string(od::value& value, std::size_t start) 
   // string for encoding errors and raw control characters.
   std::string_view token = value.raw_json_token();
   if (token.size() >= 2 && token.front() == '"') {
-    token = trim(token, " \t\r\n");
+    while (is_ws(token.back())) token.remove_suffix(1);  // stops at the opening quote at the latest
     if (token.size() >= 2 && token.back() == '"') {
       token = token.substr(1, token.size() - 2);
       if (std::memchr(token.data(), '\\', token.size()) == nullptr) return token;
@@ -817,93 +868,136 @@ void KinetoReader::read_dim3(od::value& value, std::size_t start, Dim3& out) {
   }
 }
 
-void KinetoReader::parse_args(od::value& value, std::size_t start, EventArgs& args) {
+void KinetoReader::parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args) {
   od::object obj;
   if (value.get_object().get(obj) != simdjson::SUCCESS) return;  // args that are not an object carry nothing
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) fail_json(value, start, e, "in \"args\": ");
     const char* raw = reinterpret_cast<const char*>(field.key().raw());
-    std::size_t len = 0;
-    while (raw[len] != '"' && raw[len] != '\\') ++len;
-    if (raw[len] == '\\') continue;  // no key opprof reads is escaped
-    const std::string_view key(raw, len);
     od::value& v = field.value();
     std::uint64_t n = 0;
-    switch (key.size()) {
-      case 4:
-        if (key == "grid") read_dim3(v, start, args.grid);
-        else if (key == "name") args.name = read_string(v, start);
+    switch (raw[0]) {
+      case 'E':
+        if (key_is(raw, "External id")) {
+          read_uint(v, start, args.external_id);
+          if (needed == ArgsNeeded::kUpToExternalId) return;
+        }
         break;
-      case 5:
-        if (key == "block") read_dim3(v, start, args.block);
-        else if (key == "bytes") read_uint(v, start, args.bytes);
+      case 'c':
+        if (key_is(raw, "correlation")) {
+          read_uint(v, start, args.correlation);
+          if (needed == ArgsNeeded::kUpToCorrelation) return;
+        } else if (key_is(raw, "context")) {
+          read_uint(v, start, args.context);
+        }
         break;
-      case 6:
-        if (key == "device" && read_uint(v, start, n)) args.device = n;
-        else if (key == "stream" && read_uint(v, start, n)) args.stream = n;
-        else if (key == "labels") args.labels = read_string(v, start);
+      case 'd':
+        if (key_is(raw, "device") && read_uint(v, start, n)) args.device = n;
         break;
-      case 7:
-        if (key == "context") read_uint(v, start, args.context);
+      case 's':
+        if (key_is(raw, "stream") && read_uint(v, start, n))
+          args.stream = n;
+        else if (key_is(raw, "shared memory") && read_uint(v, start, n))
+          args.shared_mem = to_u32(n);
         break;
-      case 8:
-        if (key == "graph id") read_uint(v, start, args.graph_id);
+      case 'g':
+        if (key_is(raw, "grid"))
+          read_dim3(v, start, args.grid);
+        else if (key_is(raw, "graph id"))
+          read_uint(v, start, args.graph_id);
+        else if (key_is(raw, "graph node id"))
+          read_uint(v, start, args.graph_node);
         break;
-      case 11:
-        if (key == "External id") read_uint(v, start, args.external_id);
-        else if (key == "correlation") read_uint(v, start, args.correlation);
+      case 'b':
+        if (key_is(raw, "block"))
+          read_dim3(v, start, args.block);
+        else if (key_is(raw, "bytes"))
+          read_uint(v, start, args.bytes);
         break;
-      case 13:
-        if (key == "shared memory" && read_uint(v, start, n)) args.shared_mem = to_u32(n);
-        else if (key == "graph node id") read_uint(v, start, args.graph_node);
+      case 'r':
+        if (key_is(raw, "registers per thread") && read_uint(v, start, n)) args.registers = to_u32(n);
         break;
-      case 20:
-        if (key == "registers per thread" && read_uint(v, start, n)) args.registers = to_u32(n);
+      case 'n':
+        if (key_is(raw, "name")) args.name = read_string(v, start);
+        break;
+      case 'l':
+        if (key_is(raw, "labels")) args.labels = read_string(v, start);
         break;
       default: break;
     }
   }
 }
 
+// Reads the keys an event has in any order. Torch writes "args" last and puts "External id" first in it
+// (and "correlation" before the launch's other arguments), so for operators and launches the reading
+// stops there: the shapes and other arguments that follow are not visited, which is most of a
+// record_shapes trace's bytes. Unvisited values are checked only as far as simdjson's first stage
+// checks a document (strings, encoding, structural characters); the scan that cut the event out of the
+// array has already checked that its brackets balance.
 bool KinetoReader::parse_event(od::document& doc, std::size_t start, Event& ev) {
   od::object obj;
   if (auto e = doc.get_object().get(obj)) fail_json(doc, start, e, "an event must be a JSON object: ");
+  enum : unsigned { kPh = 1, kCat = 2, kName = 4, kPid = 8, kTid = 16, kTs = 32, kDur = 64, kAll = 127 };
+  unsigned seen = 0;
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) fail_json(doc, start, e, "");
     const char* raw = reinterpret_cast<const char*>(field.key().raw());
-    std::size_t len = 0;
-    while (raw[len] != '"' && raw[len] != '\\') ++len;
-    if (raw[len] == '\\') continue;
-    const std::string_view key(raw, len);
     od::value& v = field.value();
-    switch (key.size()) {
-      case 2:
-        if (key == "ph") {
+    switch (raw[0]) {
+      case 'p':
+        if (key_is(raw, "ph")) {
           ev.ph = read_string(v, start);
+          seen |= kPh;
           if (skipped_early(ev)) return false;
-        } else if (key == "ts") {
-          ev.ts = read_time(v, start, key);
-        }
-        break;
-      case 3:
-        if (key == "cat") {
-          ev.category = category_index(read_string(v, start));
-          if (skipped_early(ev)) return false;
-        } else if (key == "pid") {
+        } else if (key_is(raw, "pid")) {
           read_id(v, start, ev.pid);
-        } else if (key == "tid") {
-          read_id(v, start, ev.tid);
-        } else if (key == "dur") {
-          ev.dur = read_time(v, start, key);
+          seen |= kPid;
         }
         break;
-      case 4:
-        if (key == "name") {
+      case 'c':
+        if (key_is(raw, "cat")) {
+          ev.category = category_index(read_string(v, start));
+          seen |= kCat;
+          if (skipped_early(ev)) return false;
+        }
+        break;
+      case 'n':
+        if (key_is(raw, "name")) {
           ev.name = read_string(v, start);
-        } else if (key == "args") {
-          parse_args(v, start, ev.args);
+          seen |= kName;
+        }
+        break;
+      case 't':
+        if (key_is(raw, "ts")) {
+          ev.ts = read_time(v, start, "ts");
+          seen |= kTs;
+        } else if (key_is(raw, "tid")) {
+          read_id(v, start, ev.tid);
+          seen |= kTid;
+        }
+        break;
+      case 'd':
+        if (key_is(raw, "dur")) {
+          ev.dur = read_time(v, start, "dur");
+          seen |= kDur;
+        }
+        break;
+      case 'a':
+        if (key_is(raw, "args")) {
+          ArgsNeeded needed = ArgsNeeded::kAll;
+          if (ev.category >= 0) {
+            switch (categories_[static_cast<std::size_t>(ev.category)].cls) {
+              case EventClass::kCpuOp:
+              case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
+              case EventClass::kRuntime:
+              case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
+              default: break;
+            }
+          }
+          parse_args(v, start, needed, ev.args);
+          if (seen == kAll) return true;
         }
         break;
       default: break;
@@ -985,7 +1079,7 @@ void KinetoReader::add_kernel(const Event& ev, EventClass cls, std::int64_t star
   const std::uint64_t stream = ev.args.stream ? *ev.args.stream : resolve_id(ev.tid, false, device);
   KernelTable& k = tl_.kernels;
   const std::size_t row =
-      k.add(kind, tl_.strings.intern(ev.name), to_u32(device), to_u32(stream), start, end);
+      k.add(kind, intern(ev.name), to_u32(device), to_u32(stream), start, end);
   k.context[row] = to_u32(ev.args.context);
   k.grid[row] = ev.args.grid;
   k.block[row] = ev.args.block;
@@ -1002,7 +1096,7 @@ void KinetoReader::add_launch(const Event& ev, std::int64_t start, std::int64_t 
   const std::uint64_t pid = resolve_id(ev.pid, true, 0);
   const std::uint64_t tid = resolve_id(ev.tid, false, pid);
   LaunchTable& l = tl_.launches;
-  const std::size_t row = l.add(tl_.strings.intern(ev.name), to_u32(pid), tid, start, end, ev.args.correlation);
+  const std::size_t row = l.add(intern(ev.name), to_u32(pid), tid, start, end, ev.args.correlation);
   l.external_id[row] = ev.args.external_id;
 }
 
@@ -1031,12 +1125,12 @@ void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start
     // linked after reading, through the CPU-side annotation with the same External id.
     const std::uint64_t device = ev.args.device ? *ev.args.device : resolve_id(ev.pid, true, 0);
     const std::uint64_t stream = ev.args.stream ? *ev.args.stream : resolve_id(ev.tid, false, device);
-    row = r.add(kind, RangeScope::kStream, tl_.strings.intern(text), cat.id, 0, stream, start, end);
+    row = r.add(kind, RangeScope::kStream, intern(text), cat.id, 0, stream, start, end);
     r.device[row] = to_u32(device);
   } else {
     const std::uint64_t pid = resolve_id(ev.pid, true, 0);
     const std::uint64_t tid = resolve_id(ev.tid, false, pid);
-    row = r.add(kind, RangeScope::kThread, tl_.strings.intern(text), cat.id, to_u32(pid), tid, start, end);
+    row = r.add(kind, RangeScope::kThread, intern(text), cat.id, to_u32(pid), tid, start, end);
   }
   r.external_id[row] = ev.args.external_id;
 }
