@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const auto s = opprof::bench::write_synthetic_trace(options);
-    std::printf("wrote %s: %llu bytes, %llu events (%llu GPU activities, %llu CPU ranges)\n", options.output.c_str(),
+    std::printf("wrote %s: %llu bytes of JSON, %llu events (%llu GPU activities, %llu CPU ranges)\n", options.output.c_str(),
                 static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.events),
                 static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.ranges));
     return 0;

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -344,7 +345,9 @@ class ThreadSimulation {
   std::size_t module_open(const std::string& path, std::string_view class_name) {
     if (options_.python_functions) {
       open(RangeCat::kPythonFunction, "torch/nn/modules/module.py(1773): _call_impl");
-      open(RangeCat::kPythonFunction, fmt::format("nn.Module: {}_{}", class_name, module_calls_++));
+      // torch numbers module instances ("Linear_3"), not calls: the same module has the same frame name.
+      const auto it = module_instances_.try_emplace(path, module_instances_.size()).first;
+      open(RangeCat::kPythonFunction, fmt::format("nn.Module: {}_{}", class_name, it->second));
     }
     return open(RangeCat::kUserAnnotation, "nn.Module: " + path);
   }
@@ -527,7 +530,7 @@ class ThreadSimulation {
   std::uint64_t correlation_ = 0;
   std::uint64_t ev_idx_ = 0;
   std::uint64_t python_id_ = 0;
-  std::uint64_t module_calls_ = 0;
+  std::unordered_map<std::string, std::size_t> module_instances_;
   std::vector<std::uint64_t> ext_stack_;
   std::vector<std::uint64_t> python_stack_;
 };

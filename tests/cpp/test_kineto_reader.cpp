@@ -58,9 +58,11 @@ class KinetoReaderTest : public ::testing::Test {
   fs::path dir_;
 };
 
-Timeline read_with_chunk(const std::string& path, std::size_t chunk, KinetoReadStats* stats = nullptr) {
+Timeline read_with_chunk(const std::string& path, std::size_t chunk, KinetoReadStats* stats = nullptr,
+                         bool read_ahead = true) {
   detail::KinetoReadOptions options;
   options.chunk_bytes = chunk;
+  options.read_ahead = read_ahead;
   return detail::read_kineto_trace(path, options, stats, {});
 }
 
@@ -248,6 +250,9 @@ TEST_F(KinetoReaderTest, CompiledMlpTraceMetadata) {
   EXPECT_EQ(m["thread.771.771.name"], "thread 771 (python3)");
   EXPECT_EQ(m["trace.ignored_events.overhead"], "1");
   EXPECT_EQ(m["trace.ignored_events.Trace"], "1");
+  EXPECT_EQ(m["trace.ignored_events.ph_s"], "20");
+  EXPECT_EQ(m["trace.ignored_events.ph_f"], "18");
+  EXPECT_EQ(m["trace.ignored_events.ph_i"], "2");
 }
 
 TEST_F(KinetoReaderTest, EagerGpt2TraceLinksEveryKernelToItsProcess) {
@@ -284,15 +289,46 @@ TEST_F(KinetoReaderTest, TinyChunksGiveTheSameTimeline) {
   Timeline whole = read_kineto_trace(path);
   // Chunk sizes below, around and above the 64-byte scan block, so that events, keys, numbers and
   // strings straddle chunk boundaries everywhere.
-  for (std::size_t chunk : {std::size_t{7}, std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{4093}}) {
-    SCOPED_TRACE("chunk " + std::to_string(chunk));
-    KinetoReadStats stats;
-    Timeline chunked = read_with_chunk(path, chunk, &stats);
-    EXPECT_EQ(stats.events, 2299u);
-    expect_same_timeline(whole, chunked);
+  // Both with chunks read ahead on a helper thread and read when needed.
+  for (bool read_ahead : {false, true}) {
+    for (std::size_t chunk : {std::size_t{7}, std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{4093}}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + (read_ahead ? " read ahead" : ""));
+      KinetoReadStats stats;
+      Timeline chunked = read_with_chunk(path, chunk, &stats, read_ahead);
+      EXPECT_EQ(stats.events, 2299u);
+      expect_same_timeline(whole, chunked);
+    }
+    const std::string mlp = kFixtures + "mlp_compiled.kineto.json";
+    expect_same_timeline(read_kineto_trace(mlp), read_with_chunk(mlp, 1, nullptr, read_ahead));
   }
-  const std::string mlp = kFixtures + "mlp_compiled.kineto.json";
-  expect_same_timeline(read_kineto_trace(mlp), read_with_chunk(mlp, 1));
+}
+
+TEST_F(KinetoReaderTest, EventLargerThanTheRoomBetweenChunks) {
+  // A kernel name of 700 KB: more than the room kept in front of a chunk for a carried-over event, so
+  // the window moves to its overflow buffer and back.
+  std::string long_name = "void huge_kernel<";
+  while (long_name.size() < 700000) long_name += "cutlass::gemm::GemmShape<128, 128, 64>, ";
+  long_name += "int>(int)";
+  const std::string args = "\"device\": 0, \"stream\": 7, \"correlation\": ";
+  const std::string text = trace({event("kernel", "small_a", "0", "7", "1", "1", args + "1"),
+                                  event("kernel", long_name, "0", "7", "2", "1", args + "2"),
+                                  event("kernel", "small_b", "0", "7", "3", "1", args + "3"),
+                                  event("kernel", long_name, "0", "7", "4", "1", args + "4"),
+                                  event("kernel", "small_c", "0", "7", "5", "1", args + "5")});
+  const std::string path = write("big.json", text);
+  for (bool read_ahead : {false, true}) {
+    for (std::size_t chunk : {std::size_t{4096}, std::size_t{300000}, std::size_t{4} << 20}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + (read_ahead ? " read ahead" : ""));
+      Timeline tl = read_with_chunk(path, chunk, nullptr, read_ahead);
+      ASSERT_EQ(tl.kernels.size(), 5u);
+      EXPECT_EQ(tl.str(tl.kernels.name[0]), "small_a");
+      EXPECT_EQ(tl.str(tl.kernels.name[1]), long_name);
+      EXPECT_EQ(tl.str(tl.kernels.name[2]), "small_b");
+      EXPECT_EQ(tl.kernels.name[3], tl.kernels.name[1]);
+      EXPECT_EQ(tl.str(tl.kernels.name[4]), "small_c");
+      EXPECT_EQ(tl.kernels.correlation[4], 5u);
+    }
+  }
 }
 
 TEST_F(KinetoReaderTest, GzipInputReadsLikeThePlainFile) {

@@ -232,7 +232,7 @@ std::uint32_t to_u32(std::uint64_t v) {
 class KinetoReader {
  public:
   KinetoReader(const std::string& path, const KinetoReadOptions& options, const ReadProgress& progress)
-      : in_(path, options.chunk_bytes), options_(options), progress_(progress),
+      : in_(path, options.chunk_bytes, options.read_ahead), options_(options), progress_(progress),
         next_progress_(options.progress_every_bytes) {}
 
   Timeline read(KinetoReadStats* stats);
@@ -319,6 +319,7 @@ class KinetoReader {
   od::parser parser_;
   std::vector<Category> categories_;
   std::uint64_t events_without_phase_ = 0;
+  std::uint64_t ignored_phases_[256] = {};  // events of phases other than X and M, by the phase's letter
   std::unordered_map<std::string, std::uint64_t> named_ids_;
 
   // Names repeat heavily (a few thousand distinct ones among millions of events), and a kernel's name
@@ -759,7 +760,11 @@ int KinetoReader::category_index(std::string_view cat) {
 bool KinetoReader::skipped_early(const Event& ev) {
   // Most events that opprof does not import (flow arrows, instants) say so in their first key; stop there.
   if (ev.ph.empty()) return false;
-  if (ev.ph != "X") return ev.ph != "M";
+  if (ev.ph != "X") {
+    if (ev.ph == "M") return false;
+    ++ignored_phases_[static_cast<unsigned char>(ev.ph[0])];
+    return true;
+  }
   if (ev.category >= 0 && categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kIgnored) {
     ++categories_[static_cast<std::size_t>(ev.category)].ignored;
     return true;
@@ -1196,6 +1201,10 @@ void KinetoReader::finish_metadata() {
   for (const Category& c : categories_)
     if (c.ignored != 0) m["trace.ignored_events." + c.text] = std::to_string(c.ignored);
   if (events_without_phase_ != 0) m["trace.ignored_events.(no ph or cat)"] = std::to_string(events_without_phase_);
+  // Flow arrows (s, f), instants (i), counters (C), ...: nothing opprof imports, but counted, not dropped.
+  for (int c = 0; c < 256; ++c)
+    if (ignored_phases_[c] != 0)
+      m[fmt::format("trace.ignored_events.ph_{}", static_cast<char>(c))] = std::to_string(ignored_phases_[c]);
 }
 
 }  // namespace

@@ -16,6 +16,8 @@ struct KinetoReadOptions {
   std::size_t chunk_bytes = std::size_t{4} << 20;
   // How often the progress callback is called, in bytes read.
   std::uint64_t progress_every_bytes = std::uint64_t{64} << 20;
+  // Read (and gunzip) chunks ahead on a helper thread while events are parsed.
+  bool read_ahead = true;
 };
 
 Timeline read_kineto_trace(const std::string& path, const KinetoReadOptions& options, KinetoReadStats* stats,
