@@ -1,8 +1,13 @@
 // `opprof profile`: capture (pass A), replay with ncu (pass B) and attribute, in one command on a GPU.
 #include "cli/profile_command.hpp"
 
-#include <simdjson.h>
 #include <fmt/format.h>
+
+// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#include <simdjson.h>
+#pragma GCC diagnostic pop
 
 #include <chrono>
 #include <filesystem>
@@ -238,14 +243,16 @@ int run_profile(ProfileOptions o) {
     std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     bool whole_run = get_or(capture, "capture.window") == "whole_run";
     ChildSpec pass_b;
-    pass_b.argv = {ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", o.clock_control,
+    // ncu writes a report file and prints one "==PROF== Profiling" line per kernel (the progress below);
+    // the raw page is exported from the report afterwards, in base units.
+    pass_b.argv = {ncu, "--export", (out / "ncu").string(), "--force-overwrite", "--clock-control", o.clock_control,
                    "--profile-from-start", whole_run ? "on" : "off", "--target-processes", "all",
                    "--metrics", join(names, ",")};
-    auto tail = capture_args(o, "counters", out / "pass_b");
+    auto tail = capture_args(o, "counters", out);
     pass_b.argv.insert(pass_b.argv.end(), tail.begin(), tail.end());
     pass_b.env = python_env();
-    pass_b.stdout_path = (out / "ncu.csv").string();
-    pass_b.stderr_path = (out / "ncu.log").string();
+    pass_b.stdout_path = (out / "ncu.log").string();
+    pass_b.stderr_path = (out / "pass_b.log").string();
     NcuProgress progress(expected);
     auto t1 = std::chrono::steady_clock::now();
     auto last_print = t1;
@@ -276,7 +283,18 @@ int run_profile(ProfileOptions o) {
       say("warning: ncu profiled no kernel (did the window open in pass B?); attributing without counters");
     else if (!rb.ok())
       say(fmt::format("warning: ncu ended with {} ({}); using the rows it wrote", rb.describe(), progress.first_error()));
-    if (progress.profiled() > 0) attr.ncu = (out / "ncu.csv").string();
+    if (progress.profiled() > 0 && fs::exists(out / "ncu.ncu-rep")) {
+      ChildSpec export_csv;
+      export_csv.argv = {ncu, "--import", (out / "ncu.ncu-rep").string(), "--csv", "--page", "raw", "--print-units",
+                         "base"};
+      export_csv.stdout_path = (out / "ncu.csv").string();
+      export_csv.on_stderr_line = [&](std::string_view l) { say(std::string(l)); };
+      ChildResult re = run_child(export_csv);
+      if (!re.ok())
+        throw InputError((out / "ncu.ncu-rep").string(), "ncu --import --csv failed (" + re.describe() +
+                                                              "); the report file is kept for inspection");
+      attr.ncu = (out / "ncu.csv").string();
+    }
   }
 
   auto t2 = std::chrono::steady_clock::now();

@@ -1,4 +1,4 @@
-"""Workload: a 2-layer LSTM (input 256, hidden 512) over 128 steps, batch 32, and a Linear head on the last step.
+"""Workload: a 2-layer LSTM (input 256, hidden 512) over 64 steps, batch 32, and a Linear head on the last step.
 
 On a GPU nn.LSTM runs through cuDNN (aten::_cudnn_rnn): many library kernels under one operator, which
 the engine reports as an opaque backend.
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 BATCH = 32
-SEQ = 128
+SEQ = 64
 INPUT = 256
 HIDDEN = 512
 LAYERS = 2

@@ -216,21 +216,23 @@ class FusionContext {
 
 void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
   a.provenance_handle[i] = p.handle;
-  a.fused_ops[i] = p.fused_ops;
   a.fx_nodes[i] = p.fx_nodes;
+  // Only a generated kernel fuses ops; a library call's "Original ATen" lists the ops of the graph it
+  // stands for (views, the epilogue's add), which it does not run itself.
+  if (p.generated) a.fused_ops[i] = p.fused_ops;
   if (p.source_line != kNoString) a.source_line[i] = p.source_line;
   if (p.module != kNoString) {
     a.module[i] = p.module;
     a.module_source[i] = ModuleSource::kFxProvenance;
   }
-  if (p.generated || a.path[i] == AttributionPath::kNone || a.confidence[i] < 0.5f) {
-    // A generated kernel is what the call names; a library kernel that only a coarse enclosure placed is
-    // better named by the call it was aligned with.
-    a.path[i] = AttributionPath::kFusion;
-    a.confidence[i] = p.generated ? 1.0f : 0.9f;
-    if (!p.generated || a.op[i] == kNoString) a.op[i] = p.callee;
-    a.reason[i] = kNoString;
-  }
+  const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < 0.5f;
+  if (!p.generated && !vague) return;  // a library kernel keeps the operator correlation found
+  // A generated kernel is what the call names; so is a library kernel that only a coarse enclosure
+  // placed. The launcher range correlation found for a generated kernel carries the same name.
+  if (vague || a.op[i] == kNoString) a.op[i] = p.callee;
+  a.path[i] = AttributionPath::kFusion;
+  a.confidence[i] = p.generated ? 1.0f : 0.9f;
+  a.reason[i] = kNoString;
 }
 
 }  // namespace
