@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "opprof/ingest/json_diagnose.hpp"
 #include "opprof/ingest/json_scan.hpp"
 #include "opprof/ingest/kineto.hpp"
 #include "opprof/ingest/kineto_detail.hpp"
@@ -735,5 +736,37 @@ TEST(JsonScan, CountsNewlines) {
     if (detail::scan_uses_avx2()) {
       EXPECT_EQ(detail::count_newlines_avx2(s.data(), s.size()), expected);
     }
+  }
+}
+
+TEST(JsonDiagnose, NamesTheFirstBrokenByteAndWhatWasExpected) {
+  using detail::find_json_problem;
+  EXPECT_FALSE(find_json_problem(R"( {"a": [1, 2.5e-3, "x\"y\u00e9", true, null, {}], "b": {"c": -0}} )"));
+  struct Case {
+    const char* text;
+    std::size_t offset;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"a": 1 "b": 2})", 8, "expected ',' or '}' after a value in an object, found '\"'"},
+      {R"({"a": 1,})", 8, "expected a key string, found '}'"},
+      {R"({"a" 1})", 5, "expected ':' after a key, found '1'"},
+      {R"([1, 2,])", 6, "expected a value, found ']'"},
+      {R"([1 2])", 3, "expected ',' or ']' after a value in an array, found '2'"},
+      {R"({"a": "b)", 6, "unterminated string"},
+      {R"({"a": "\q"})", 7, "invalid escape '\\q' in a string"},
+      {R"({"a": "\u12"})", 7, "invalid \\u escape in a string: expected four hex digits"},
+      {"{\"a\": \"x\ty\"}", 8, "raw control character (byte 0x09) in a string: it must be escaped"},
+      {R"({"a": 01})", 6, "malformed number: unexpected '1' in it"},
+      {R"({"a": 1.})", 6, "malformed number: expected a digit after '.'"},
+      {R"({"a": tru})", 6, "expected a value, found 't'"},
+      {R"({"a": 1} x)", 9, "unexpected 'x' after the end of the value"},
+      {R"({"a": [1, 2})", 11, "expected ',' or ']' after a value in an array, found '}'"},
+  };
+  for (const Case& c : cases) {
+    auto problem = find_json_problem(c.text);
+    ASSERT_TRUE(problem.has_value()) << c.text;
+    EXPECT_EQ(problem->offset, c.offset) << c.text;
+    EXPECT_EQ(problem->message, c.message) << c.text;
   }
 }
