@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "opprof/ingest/json_diagnose.hpp"
 #include "opprof/ingest/json_scan.hpp"
 #include "opprof/ingest/kineto.hpp"
 #include "opprof/ingest/kineto_detail.hpp"
@@ -317,7 +318,10 @@ TEST_F(KinetoReaderTest, EventLargerThanTheRoomBetweenChunks) {
                                   event("kernel", "small_c", "0", "7", "5", "1", args + "5")});
   const std::string path = write("big.json", text);
   for (bool read_ahead : {false, true}) {
-    for (std::size_t chunk : {std::size_t{4096}, std::size_t{300000}, std::size_t{4} << 20}) {
+    // Repeated: with read-ahead, a chunk handed back too early shows up only when the helper thread
+    // happens to refill it at the wrong moment.
+    for (std::size_t chunk : {std::size_t{4096}, std::size_t{4096}, std::size_t{4096}, std::size_t{4096},
+                              std::size_t{300000}, std::size_t{4} << 20}) {
       SCOPED_TRACE("chunk " + std::to_string(chunk) + (read_ahead ? " read ahead" : ""));
       Timeline tl = read_with_chunk(path, chunk, nullptr, read_ahead);
       ASSERT_EQ(tl.kernels.size(), 5u);
@@ -485,6 +489,10 @@ TEST_F(KinetoReaderTest, TopLevelKeysAfterTheEventsAndTheBareArrayFormat) {
 
   Timeline bare = read_kineto_trace(write("bare.json", "[" + ev + ",\n" + ev + "]"));
   EXPECT_EQ(bare.kernels.size(), 2u);
+  // A byte order mark in front, even when the first chunk holds only part of it.
+  const std::string with_bom = write("bom.json", "\xEF\xBB\xBF" + text);
+  EXPECT_EQ(read_with_chunk(with_bom, 2, nullptr, false).kernels.size(), 1u);
+  EXPECT_EQ(read_kineto_trace(with_bom).kernels.size(), 1u);
   Timeline empty = read_kineto_trace(write("empty_events.json", "{\"traceEvents\": []}"));
   EXPECT_EQ(empty.kernels.size(), 0u);
   EXPECT_EQ(empty.metadata["source"], "kineto");
@@ -728,5 +736,37 @@ TEST(JsonScan, CountsNewlines) {
     if (detail::scan_uses_avx2()) {
       EXPECT_EQ(detail::count_newlines_avx2(s.data(), s.size()), expected);
     }
+  }
+}
+
+TEST(JsonDiagnose, NamesTheFirstBrokenByteAndWhatWasExpected) {
+  using detail::find_json_problem;
+  EXPECT_FALSE(find_json_problem(R"( {"a": [1, 2.5e-3, "x\"y\u00e9", true, null, {}], "b": {"c": -0}} )"));
+  struct Case {
+    const char* text;
+    std::size_t offset;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"a": 1 "b": 2})", 8, "expected ',' or '}' after a value in an object, found '\"'"},
+      {R"({"a": 1,})", 8, "expected a key string, found '}'"},
+      {R"({"a" 1})", 5, "expected ':' after a key, found '1'"},
+      {R"([1, 2,])", 6, "expected a value, found ']'"},
+      {R"([1 2])", 3, "expected ',' or ']' after a value in an array, found '2'"},
+      {R"({"a": "b)", 6, "unterminated string"},
+      {R"({"a": "\q"})", 7, "invalid escape '\\q' in a string"},
+      {R"({"a": "\u12"})", 7, "invalid \\u escape in a string: expected four hex digits"},
+      {"{\"a\": \"x\ty\"}", 8, "raw control character (byte 0x09) in a string: it must be escaped"},
+      {R"({"a": 01})", 6, "malformed number: unexpected '1' in it"},
+      {R"({"a": 1.})", 6, "malformed number: expected a digit after '.'"},
+      {R"({"a": tru})", 6, "expected a value, found 't'"},
+      {R"({"a": 1} x)", 9, "unexpected 'x' after the end of the value"},
+      {R"({"a": [1, 2})", 11, "expected ',' or ']' after a value in an array, found '}'"},
+  };
+  for (const Case& c : cases) {
+    auto problem = find_json_problem(c.text);
+    ASSERT_TRUE(problem.has_value()) << c.text;
+    EXPECT_EQ(problem->offset, c.offset) << c.text;
+    EXPECT_EQ(problem->message, c.message) << c.text;
   }
 }

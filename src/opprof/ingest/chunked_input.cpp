@@ -284,7 +284,9 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
   } catch (const ReadFailure& failure) {
     throw InputError(path_, failure.message, position_of(size_));
   }
-  bytes_read_ += next->size;
+  // Read before the block is given back: from then on the read-ahead thread may fill it again.
+  const std::size_t chunk = next->size;
+  bytes_read_ += chunk;
   eof_ = next->last;
 
   const std::size_t carry = size_;
@@ -297,7 +299,7 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
     data_ = start;
   } else {
     // An item larger than the headroom: the window continues in the overflow buffer.
-    const std::size_t needed = carry + next->size;
+    const std::size_t needed = carry + chunk;
     if (needed > overflow_capacity_) {
       const std::size_t capacity = std::max(needed, overflow_capacity_ * 2);
       std::unique_ptr<char[]> grown(new char[capacity + kPadding]);
@@ -307,13 +309,13 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
     } else {
       std::memmove(overflow_.get(), data_, carry);
     }
-    std::memcpy(overflow_.get() + carry, next->data, next->size);
+    std::memcpy(overflow_.get() + carry, next->data, chunk);
     if (block_ != nullptr) reader_->release();
     reader_->release();  // next: its bytes are in the overflow buffer now
     block_ = nullptr;
     data_ = overflow_.get();
   }
-  size_ = carry + next->size;
+  size_ = carry + chunk;
   // simdjson reads (but does not interpret) bytes past a document's end; keep them defined.
   std::memset(data_ + size_, ' ', kPadding);
   return keep_from;

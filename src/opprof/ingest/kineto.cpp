@@ -29,7 +29,8 @@
 namespace opprof {
 namespace detail {
 
-static_assert(ChunkedInput::kPadding >= simdjson::SIMDJSON_PADDING, "events are parsed in place: the window needs padding");
+static_assert(ChunkedInput::kPadding >= simdjson::SIMDJSON_PADDING,
+              "events are parsed in place: the window needs simdjson's padding");
 
 std::optional<std::int64_t> parse_trace_us_as_ns(std::string_view text) {
   // Called twice per event with simdjson's raw token, which carries the whitespace up to the next
@@ -189,7 +190,7 @@ struct IdValue {
   bool present = false;
   bool numeric = false;
   std::int64_t number = 0;
-  std::string_view text;  // when not numeric; points into the parser's string buffer
+  std::string_view text;  // when not numeric; valid while the event is handled
 };
 
 struct EventArgs {
@@ -382,9 +383,12 @@ bool KinetoReader::skip_ws() {
 Timeline KinetoReader::read(KinetoReadStats* stats) {
   if (!skip_ws()) fail_at(p_, "empty file: expected a torch.profiler trace (a JSON object with \"traceEvents\")");
   // A UTF-8 byte order mark is not JSON, but some editors write one.
-  if (in_.offset_of(p_) == 0 && in_.size() - p_ >= 3 && std::memcmp(in_.data() + p_, "\xEF\xBB\xBF", 3) == 0) {
-    p_ += 3;
-    if (!skip_ws()) fail_at(p_, "empty file: expected a torch.profiler trace");
+  if (in_.offset_of(p_) == 0 && in_.data()[p_] == '\xEF') {
+    while (in_.size() - p_ < 3 && !in_.eof()) p_ -= refill(p_);
+    if (in_.size() - p_ >= 3 && std::memcmp(in_.data() + p_, "\xEF\xBB\xBF", 3) == 0) {
+      p_ += 3;
+      if (!skip_ws()) fail_at(p_, "empty file: expected a torch.profiler trace");
+    }
   }
   reserve_tables();
 
@@ -747,7 +751,7 @@ int KinetoReader::category_index(std::string_view cat) {
   // A trace has a dozen categories; a linear look-up beats hashing each event's.
   for (std::size_t i = 0; i < categories_.size(); ++i) {
     const std::string& known = categories_[i].text;
-    if (known.size() == cat.size() && known[0] == cat[0] && std::memcmp(known.data(), cat.data(), cat.size()) == 0)
+    if (known.size() == cat.size() && (cat.empty() || std::memcmp(known.data(), cat.data(), cat.size()) == 0))
       return static_cast<int>(i);
   }
   Category c;
