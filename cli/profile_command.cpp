@@ -57,8 +57,11 @@ std::map<std::string, std::string> python_env() {
 void flatten_json(simdjson::dom::element value, const std::string& key, std::map<std::string, std::string>& out) {
   switch (value.type()) {
     case simdjson::dom::element_type::OBJECT:
-      for (auto [k, v] : value.get_object().value()) flatten_json(v, key + "." + std::string(k), out);
+    {
+      simdjson::dom::object object = value.get_object().value();  // a named object: its iteration outlives no temporary
+      for (auto [k, v] : object) flatten_json(v, key + "." + std::string(k), out);
       break;
+    }
     case simdjson::dom::element_type::STRING: out[key] = std::string(value.get_string().value()); break;
     case simdjson::dom::element_type::INT64: out[key] = std::to_string(value.get_int64().value()); break;
     case simdjson::dom::element_type::UINT64: out[key] = std::to_string(value.get_uint64().value()); break;

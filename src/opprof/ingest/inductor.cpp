@@ -914,6 +914,11 @@ InductorArtifacts read_inductor_artifacts(const std::string& path) {
   if (graph_dirs.empty()) {
     throw InputError(path, "no Inductor graph found under this directory (no output_code.py in it or below it)");
   }
+  // opprof's capture directory keeps the FX module map beside inductor/, not inside it.
+  if (module_maps.empty() && fs::is_directory(st)) {
+    fs::path beside = fs::absolute(root, ec).parent_path() / kModuleMapFile;
+    if (!ec && fs::is_regular_file(beside, ec)) module_maps.push_back(beside);
+  }
   sort_paths(graph_dirs);
   sort_paths(module_maps);
 

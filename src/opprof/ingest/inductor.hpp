@@ -75,7 +75,8 @@ struct InductorArtifacts {
 };
 
 // Reads a directory holding one graph's files, or any tree of such directories (TORCH_COMPILE_DEBUG_DIR,
-// opprof's capture directory), plus opprof_fx_modules.json wherever it lies in that tree.
+// opprof's capture directory), plus opprof_fx_modules.json wherever it lies in that tree (or, when the
+// tree has none, beside the directory: <capture>/opprof_fx_modules.json next to <capture>/inductor).
 // Throws InputError on a missing directory, a directory with no graph in it, or malformed files.
 InductorArtifacts read_inductor_artifacts(const std::string& path);
 

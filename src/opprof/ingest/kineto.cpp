@@ -1117,7 +1117,11 @@ void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start
   RangeKind kind = RangeKind::kOther;
   switch (cls) {
     case EventClass::kCpuOp:
-      kind = starts_with(text, kCompiledRegionPrefix) ? RangeKind::kCompiledRegion : RangeKind::kOperator;
+      // torch 2.11 records the compiled graph's call as a cpu_op in some builds and as a user_annotation
+      // in others: either way it is a region, not an operator.
+      kind = starts_with(text, kCompiledRegionPrefix) || starts_with(text, kCompiledGraphPrefix)
+                 ? RangeKind::kCompiledRegion
+                 : RangeKind::kOperator;
       break;
     case EventClass::kUserAnnotation:
     case EventClass::kGpuUserAnnotation:

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 
@@ -94,10 +96,17 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
     if (starts_with(key, "timeline.device.") && ends_with(key, ".name"))
       capture.push_back(fmt::format("GPU {} {}", key.substr(16, key.size() - 16 - 5), value));
   if (!capture.empty()) out += fmt::format("  capture: {}\n", join(capture, ", "));
-  // The caller's own facts (inputs, options), except those the line above already shows.
+  // The caller's own facts (inputs, options, timings), except those the line above already shows. Of
+  // capture.json's many facts only the few that explain the numbers are shown; the database has them all.
+  static const char* const kCaptureShown[] = {"capture.versions.torch", "capture.compile", "capture.train",
+                                              "capture.window", "capture.sm_clock.before_warmup.mhz",
+                                              "capture.sm_clock.after_measured.mhz", "capture.status"};
   for (const auto& [key, value] : s.metadata) {
     if (key == "schema_version" || key == "created_at" || key == "opprof_version" || starts_with(key, "timeline.") ||
-        starts_with(key, "ncu."))
+        starts_with(key, "ncu.") || starts_with(key, "note."))
+      continue;
+    if (starts_with(key, "capture.") &&
+        std::none_of(std::begin(kCaptureShown), std::end(kCaptureShown), [&](const char* k) { return key == k; }))
       continue;
     out += fmt::format("  {}: {}\n", key, value);
   }
