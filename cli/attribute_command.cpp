@@ -132,7 +132,15 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     MetricCatalog catalog = builtin_metric_catalog(chip);
     if (!catalog.entries.empty()) {
       auto problems = validate_metric_names(chip_set, catalog);
-      if (!problems.empty()) throw InputError(metric_set.source, problems.front().substr(problems.front().find(": ") + 2));
+      if (!problems.empty()) {
+        // Each problem reads "<source>:<line>: <metric>: <what>"; name the line as an input position.
+        for (const auto& m : chip_set.metrics) {
+          std::string prefix = fmt::format("{}:{}: ", chip_set.source, m.line);
+          if (starts_with(problems.front(), prefix + m.name + ":"))
+            throw InputError(chip_set.source, problems.front().substr(prefix.size()), {m.line, 1, 0, true});
+        }
+        throw InputError(chip_set.source, problems.front());
+      }
     }
   }
 

@@ -181,28 +181,41 @@ class FusionContext {
         break;
       }
 
-    // Module: the path most of the kernel's nodes belong to (a fused kernel can span modules: the
-    // epilogue of one layer and the prologue of the next), ties to the earliest node.
+    // Module: the module that produced the kernel's output, i.e. the last of its topologically sorted
+    // source nodes that has one. A fused kernel can span modules (one layer's epilogue and the next
+    // layer's norm; an attention call with the mask arithmetic of its parent), and its output names the
+    // work it exists for. Without the sorted list, the path most of its nodes belong to.
     if (const FxModuleMap* map = module_map(g, compile_id)) {
-      std::map<std::string, std::pair<std::size_t, std::size_t>> votes;  // path -> (count, first position)
-      std::string first_source;
-      for (std::size_t i = 0; i < pre_nodes.size(); ++i) {
-        auto it = map->nodes.find(pre_nodes[i]);
-        if (it == map->nodes.end()) continue;
-        if (first_source.empty()) first_source = it->second.source;
-        if (it->second.module_path.empty()) continue;
-        auto& v = votes.try_emplace(it->second.module_path, 0, i).first->second;
-        ++v.first;
+      auto lookup = [&](const std::string& node) -> const FxNodeModule* {
+        auto it = map->nodes.find(node);
+        return it == map->nodes.end() ? nullptr : &it->second;
+      };
+      const std::string* chosen = nullptr;
+      for (auto it = call.source_nodes.rbegin(); it != call.source_nodes.rend() && !chosen; ++it)
+        if (const FxNodeModule* m = it->empty() ? nullptr : lookup(*it); m && !m->module_path.empty())
+          chosen = &m->module_path;
+      if (!chosen) {
+        std::map<std::string, std::pair<std::size_t, std::size_t>> votes;  // path -> (count, first position)
+        for (std::size_t i = 0; i < pre_nodes.size(); ++i)
+          if (const FxNodeModule* m = lookup(pre_nodes[i]); m && !m->module_path.empty())
+            ++votes.try_emplace(m->module_path, 0, i).first->second.first;
+        std::pair<std::size_t, std::size_t> best_vote{0, 0};
+        for (const auto& [path, vote] : votes)
+          if (!chosen || vote.first > best_vote.first ||
+              (vote.first == best_vote.first && vote.second < best_vote.second)) {
+            chosen = &path;
+            best_vote = vote;
+          }
+        if (chosen) p.module = tl_.strings.intern(*chosen);  // votes dies with this block
+      } else {
+        p.module = tl_.strings.intern(*chosen);
       }
-      const std::string* best = nullptr;
-      std::pair<std::size_t, std::size_t> best_vote{0, 0};
-      for (const auto& [path, vote] : votes)
-        if (!best || vote.first > best_vote.first || (vote.first == best_vote.first && vote.second < best_vote.second)) {
-          best = &path;
-          best_vote = vote;
-        }
-      if (best) p.module = tl_.strings.intern(*best);
-      if (p.source_line == kNoString && !first_source.empty()) p.source_line = tl_.strings.intern(first_source);
+      if (p.source_line == kNoString)
+        for (const auto& node : pre_nodes)
+          if (const FxNodeModule* m = lookup(node); m && !m->source.empty()) {
+            p.source_line = tl_.strings.intern(m->source);
+            break;
+          }
     }
     return p;
   }

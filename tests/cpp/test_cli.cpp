@@ -1,0 +1,177 @@
+// The opprof executable as users run it: exit status, one-line errors naming file and position, no
+// database left behind on bad input, and `opprof profile` driving its passes (with stand-ins for
+// python3 and ncu, since CI has no GPU).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(OPPROF_CLI_PATH) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return r;
+}
+
+std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("opprof_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::binary) << text;
+  }
+  fs::path dir_;
+};
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_F(Cli, AttributeThenReportJson) {
+  std::string db = path("p.db");
+  Result a = run("attribute -q --trace " + fixture("gpt2_compiled/trace.json.gz") + " --ncu " +
+                 fixture("gpt2_compiled/ncu.csv.gz") + " --inductor " + fixture("gpt2_compiled/inductor") + " -o " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_TRUE(fs::exists(db));
+  Result j = run("report --json " + db);
+  ASSERT_EQ(j.status, 0) << j.output;
+  for (const char* key : {"\"kernel_time_ns\"", "\"attributed_pct\"", "\"module_attributed_pct\"",
+                          "\"opaque_backend_pct\"", "\"by_path\"", "\"unattributed\"", "\"unmatched_rows\"",
+                          "\"unmatched_kernels\""})
+    EXPECT_NE(j.output.find(key), std::string::npos) << key;
+  Result t = run("report " + db);
+  ASSERT_EQ(t.status, 0);
+  EXPECT_NE(t.output.find("Top operators"), std::string::npos);
+  EXPECT_NE(t.output.find("transformer.h."), std::string::npos);
+}
+
+TEST_F(Cli, TruncatedTraceFailsWithOneLineNamingTheLineAndLeavesNoDatabase) {
+  // Cut a real trace in the middle of an event.
+  std::string cmd = "zcat " + fixture("gpt2_eager/trace.json.gz") + " | head -c 200000 > " + path("cut.json");
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + path("cut.json") + " -o " + db);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(path("cut.json") + ":"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("truncated"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, MalformedCsvAndForeignWindowAreRejected) {
+  std::string db = path("p.db");
+  write("bad.csv", "\"ID\",\"Process ID\",\"Kernel Name\"\n\"\",\"\",\"\"\n\"0\",\"1\n");
+  Result bad = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --ncu " + path("bad.csv") + " -o " + db);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(count_lines(bad.output), 1) << bad.output;
+  EXPECT_NE(bad.output.find(path("bad.csv") + ":"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(db));
+
+  Result foreign = run("attribute -q --trace " + fixture("gpt2_compiled/trace.json.gz") + " --ncu " +
+                       fixture("gpt2_eager/ncu.csv.gz") + " -o " + db);
+  EXPECT_EQ(foreign.status, 2);
+  EXPECT_NE(foreign.output.find("does not belong to this capture"), std::string::npos) << foreign.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, MissingFilesAndUnknownMetricsAreInputErrors) {
+  std::string db = path("p.db");
+  Result missing = run("attribute -q --trace " + path("nope.json") + " -o " + db);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.output.find("nope.json"), std::string::npos);
+  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\n");
+  Result metric = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("m.tsv") + " -o " + db);
+  EXPECT_EQ(metric.status, 2);
+  EXPECT_NE(metric.output.find(path("m.tsv") + ":2:"), std::string::npos) << metric.output;
+  EXPECT_NE(metric.output.find("unknown metric"), std::string::npos) << metric.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, AnExistingDatabaseSurvivesAFailedRun) {
+  std::string db = path("p.db");
+  ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " -o " + db).status, 0);
+  auto before = fs::file_size(db);
+  EXPECT_EQ(run("attribute -q --trace " + path("nope.json") + " -o " + db).status, 2);
+  ASSERT_TRUE(fs::exists(db));
+  EXPECT_EQ(fs::file_size(db), before);
+  EXPECT_EQ(run("report " + db).status, 0);
+}
+
+TEST_F(Cli, ProfileDrivesBothPassesAndWritesTheOutputDirectory) {
+  // Stand-ins: "python3" answers the GPU probe and, as pass A, copies a real capture into --out;
+  // "ncu" prints one progress line per kernel and exports the capture's real CSV.
+  const std::string src = fixture("gpt2_compiled");
+  write("python3",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+        "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+        "if [ \"$pass\" = timeline ]; then zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src +
+            "/inductor " + src + "/opprof_fx_modules.json " + src + "/capture.json $out/; fi\n"
+        "echo \"pass $pass done\" >&2\n");
+  write("ncu",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+        "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+        "touch $out.ncu-rep\n");
+  fs::permissions(path("python3"), fs::perms::owner_all);
+  fs::permissions(path("ncu"), fs::perms::owner_all);
+  std::string out = path("out");
+  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
+                 path("python3") + " --ncu " + path("ncu") + " -o " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* f : {"profile.db", "report.txt", "report.json", "trace.json", "ncu.csv", "capture.json"})
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+  EXPECT_NE(r.output.find("126/126 kernels"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wall time: pass A"), std::string::npos);
+  Result j = run("report --json " + out + "/profile.db");
+  EXPECT_NE(j.output.find("\"matched\": 126"), std::string::npos) << j.output.substr(0, 2000);
+}
+
+TEST_F(Cli, ProfileWithoutAGpuSaysSo) {
+  write("python3", "#!/bin/sh\necho none; exit 3\n");
+  fs::permissions(path("python3"), fs::perms::owner_all);
+  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --skip-ncu --python " +
+                 path("python3") + " -o " + path("out"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("no CUDA GPU"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, ProfileWithoutNcuSaysWhatToDo) {
+  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --ncu " + path("no-ncu") +
+                 " -o " + path("out"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--skip-ncu"), std::string::npos) << r.output;
+}
