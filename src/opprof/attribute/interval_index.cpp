@@ -1,6 +1,7 @@
 #include "opprof/attribute/interval_index.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace opprof {
 
@@ -15,14 +16,12 @@ void IntervalIndex::build() {
     return;
   }
   // Bottom-up over the implicit tree: leaves are the even indices, level-k nodes sit at
-  // i0 = 2^k - 1 in steps of 2^(k+1). "last" tracks the max end of the rightmost, possibly partial, subtree
-  // so that nodes whose right child lies beyond n still get a correct maximum.
-  std::int64_t last_i = 0;
-  std::int64_t last = 0;
-  for (std::int64_t i = 0; i < n; i += 2) {
-    last_i = i;
-    max_end_[i] = last = items_[i].end;
-  }
+  // i0 = 2^k - 1 in steps of 2^(k+1). A node near the end of the array can have a right child beyond
+  // it while part of that child's subtree exists: those existing indices are exactly the suffix
+  // (i, n), so a suffix maximum gives their largest end.
+  std::vector<std::int64_t> suffix_max(items_.size() + 1, std::numeric_limits<std::int64_t>::min());
+  for (std::int64_t i = n - 1; i >= 0; --i) suffix_max[i] = std::max(items_[i].end, suffix_max[i + 1]);
+  for (std::int64_t i = 0; i < n; i += 2) max_end_[i] = items_[i].end;
   int k = 1;
   for (; (std::int64_t{1} << k) <= n; ++k) {
     std::int64_t x = std::int64_t{1} << (k - 1);
@@ -30,11 +29,9 @@ void IntervalIndex::build() {
     std::int64_t step = x << 2;
     for (std::int64_t i = i0; i < n; i += step) {
       std::int64_t el = max_end_[i - x];
-      std::int64_t er = i + x < n ? max_end_[i + x] : last;
+      std::int64_t er = i + x < n ? max_end_[i + x] : suffix_max[i + 1];
       max_end_[i] = std::max({items_[i].end, el, er});
     }
-    last_i = (last_i >> k & 1) ? last_i : last_i - x;
-    if (last_i < n && max_end_[last_i] > last) last = max_end_[last_i];
   }
   max_level_ = k - 1;
 }
