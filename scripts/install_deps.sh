@@ -25,7 +25,7 @@ if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
     python3 -m venv .venv
   fi
   # torch is pinned: an unpinned torch pulls a CUDA build of several GB; the tests need the CPU build only.
-  if ! .venv/bin/python -c "import torch, pytest" 2>/dev/null; then
+  if ! .venv/bin/python -c "import torch, pytest, numpy" 2>/dev/null; then
     echo "install_deps: pip install torch==2.13.0 pytest numpy (CPU build)" >&2
     .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" pytest numpy
   fi
