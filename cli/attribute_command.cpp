@@ -96,6 +96,8 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
   cmd->add_option("--metrics", o.metrics, "Metric-set file replacing the built-in set (see `opprof metrics`)");
   cmd->add_option("--opaque-backends", o.opaque, "File of operators to flag as opaque library backends");
   cmd->add_option("-o,--output", o.output, "Profile database to write")->required();
+  cmd->add_flag("--all-ranges", o.all_ranges,
+                "Store every operator range, also those that launched no GPU work (a larger database)");
   cmd->add_flag("-q,--quiet", o.quiet, "No progress on stderr");
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
@@ -205,6 +207,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     in.ncu = &*ncu;
     in.match = &*match;
   }
+  if (!o.all_ranges) in.operator_ranges_to_keep = &notes.operator_on_launch_path;
   in.metadata = std::move(meta);
   sw = Stopwatch();
   write_profile_db(o.output, in);

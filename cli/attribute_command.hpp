@@ -8,6 +8,7 @@ namespace opprof::cli {
 struct AttributeOptions {
   std::string trace, ncu, inductor, metrics, opaque, output;
   bool quiet = false;
+  bool all_ranges = false;
 };
 
 void add_attribute_command(CLI::App& app, AttributeOptions& options);

@@ -103,10 +103,13 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   const StrId reason_no_launch = tl.strings.intern(kReasonNoLaunch);
   const StrId reason_outside = tl.strings.intern(kReasonOutsideOps);
 
+  std::vector<std::uint8_t>* on_path = notes ? &notes->operator_on_launch_path : nullptr;
+  if (on_path) on_path->assign(r.size(), 0);
+
   // Path 1: correlation. Also remembers each kernel's thread module range for the projection below.
   std::vector<std::uint32_t> launch_of(n, kNoIndex);
   std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
-  std::unordered_map<std::string_view, StrId> backend_ids;
+  std::unordered_map<StrId, StrId> backend_of_op;  // operator name -> its opaque backend, kNoString if none
   for (std::size_t i = 0; i < n; ++i) {
     if (k.correlation[i] == kNoCorrelation) {
       a.reason[i] = reason_no_corr;
@@ -132,11 +135,15 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.op[i] = r.text[op->id];
       a.top_op[i] = r.text[th->ops.outermost(t, t)->id];
       th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-        std::string_view backend = opt.opaque.backend_of(tl.str(r.text[iv.id]));
-        if (backend.empty()) return;
+        if (on_path) (*on_path)[iv.id] = 1;
+        // Operator names repeat millions of times: look each one up in the opaque list once.
+        auto [b, inserted] = backend_of_op.try_emplace(r.text[iv.id], kNoString);
+        if (inserted) {
+          std::string_view backend = opt.opaque.backend_of(tl.str(r.text[iv.id]));
+          if (!backend.empty()) b->second = tl.strings.intern(backend);
+        }
+        if (b->second == kNoString) return;
         a.opaque[i] = 1;
-        auto [b, inserted] = backend_ids.emplace(backend, kNoString);
-        if (inserted) b->second = tl.strings.intern(backend);
         a.opaque_backend[i] = b->second;
       });
     } else {
@@ -197,6 +204,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
         a.path[i] = AttributionPath::kEnclosure;
         a.confidence[i] = 0.8f;
         a.op_range[i] = op->id;
+        if (on_path) (*on_path)[op->id] = 1;
         a.op[i] = r.text[op->id];
         a.top_op[i] = r.text[st->second.ops.outermost(s0, s1)->id];
         a.reason[i] = kNoString;

@@ -24,6 +24,9 @@ struct AttributionOptions {
 
 struct AttributionNotes {
   std::vector<std::string> lines;  // how compiled regions were aligned, what could not be, one line each
+  // Per timeline range: 1 when it is an operator range around some kernel's launch (or the operator
+  // enclosure picked). Operator ranges that launched nothing (aten::view, aten::empty) are 0.
+  std::vector<std::uint8_t> operator_on_launch_path;
 };
 
 // Attributes every GPU activity of tl. Interns the strings it makes (module paths, fused-op lists,

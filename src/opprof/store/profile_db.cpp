@@ -301,8 +301,16 @@ class Writer {
 
   void write_ranges() {
     const RangeTable& r = tl_.ranges;
+    const std::vector<std::uint8_t>* keep = in_.operator_ranges_to_keep;
+    if (keep && keep->size() != r.size())
+      throw OutputError(fmt::format("operator_ranges_to_keep has {} entries for {} ranges", keep->size(), r.size()));
+    std::vector<std::uint32_t> rows;
+    rows.reserve(r.size());
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (!keep || r.kind[i] != RangeKind::kOperator || (*keep)[i]) rows.push_back(static_cast<std::uint32_t>(i));
     insert_rows("ranges", "id, kind, scope, text, domain, pid, owner, device, start_ns, end_ns, depth, external_id", 12,
-                r.size(), [&](Statement& s, int p, std::size_t i) {
+                rows.size(), [&](Statement& s, int p, std::size_t row) {
+                  const std::size_t i = rows[row];
                   s.bind_int(p, static_cast<std::int64_t>(i));
                   s.bind_text(p + 1, schema::range_kind(r.kind[i]));
                   s.bind_text(p + 2, schema::range_scope(r.scope[i]));

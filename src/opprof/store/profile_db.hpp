@@ -2,7 +2,9 @@
 // The profile database: SQLite, one versioned schema (docs/schema.md), written atomically. Every report
 // reads only this file.
 #include <map>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
@@ -23,6 +25,10 @@ struct ProfileInputs {
   const NcuTable* ncu = nullptr;                  // null without ncu
   const NcuMatch* match = nullptr;                // null without ncu
   std::map<std::string, std::string> metadata;    // capture facts: inputs, opprof version, created_at, ...
+  // When set (one entry per timeline range), operator ranges whose entry is 0 are not written: a trace
+  // holds millions of operator ranges that launched nothing. Other kinds are always written; row ids
+  // stay the timeline's range indices either way.
+  const std::vector<std::uint8_t>* operator_ranges_to_keep = nullptr;
 };
 
 // Writes the database to path. The file appears only complete: it is built under a temporary name in
