@@ -148,6 +148,17 @@ int run_profile(ProfileOptions o) {
     throw InputError("opprof profile", "give a workload module or a command after --, not both and not neither");
   if (!o.workload.empty() && !fs::exists(o.workload)) throw InputError(o.workload, "no such workload file");
   if (o.iters < 1 || o.warmup < 0) throw InputError("opprof profile", "--iters must be >= 1 and --warmup >= 0");
+  if (!o.command.empty()) {
+    // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
+    // Python script, given as "python script.py ..." or "script.py ...".
+    const std::string first = fs::path(o.command[0]).filename().string();
+    const bool python = contains(first, "python") && o.command.size() > 1;
+    const std::string script = python ? o.command[1] : o.command[0];
+    if (!ends_with(script, ".py"))
+      throw InputError(script, "opprof profile runs Python programs (`-- python script.py ...`); this is not a .py "
+                               "script");
+    if (!fs::exists(script)) throw InputError(script, "no such script");
+  }
   std::string name = !o.workload.empty() ? fs::path(o.workload).stem().string()
                                          : fs::path(o.command.size() > 1 ? o.command[1] : o.command[0]).stem().string();
   if (o.output.empty()) {
