@@ -128,12 +128,13 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       continue;
     }
     const std::int64_t t = l.cpu_start_ns[li];
-    if (const auto* op = th->ops.innermost(t, t)) {
+    if (const auto ops = th->ops.innermost_and_outermost(t, t); ops.inner) {
+      const auto* op = ops.inner;
       a.path[i] = AttributionPath::kCorrelation;
       a.confidence[i] = 1.0f;
       a.op_range[i] = op->id;
       a.op[i] = r.text[op->id];
-      a.top_op[i] = r.text[th->ops.outermost(t, t)->id];
+      a.top_op[i] = r.text[ops.outer->id];
       th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
         if (on_path) (*on_path)[iv.id] = 1;
         // Operator names repeat millions of times: look each one up in the opaque list once.

@@ -6,9 +6,9 @@
 namespace opprof {
 
 void IntervalIndex::build() {
-  std::sort(items_.begin(), items_.end(), [](const Interval& a, const Interval& b) {
-    return a.start != b.start ? a.start < b.start : a.end > b.end;
-  });
+  auto before = [](const Interval& a, const Interval& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; };
+  // Traces list a thread's ranges mostly in start order already: check before paying for a sort.
+  if (!std::is_sorted(items_.begin(), items_.end(), before)) std::sort(items_.begin(), items_.end(), before);
   const auto n = static_cast<std::int64_t>(items_.size());
   max_end_.assign(items_.size(), 0);
   if (n == 0) {
@@ -34,6 +34,15 @@ void IntervalIndex::build() {
     }
   }
   max_level_ = k - 1;
+}
+
+IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, std::int64_t hi) const {
+  Bounds b;
+  for_each_containing(lo, hi, [&](const Interval& iv) {
+    if (!b.inner || iv.start > b.inner->start || (iv.start == b.inner->start && iv.end < b.inner->end)) b.inner = &iv;
+    if (!b.outer || iv.start < b.outer->start || (iv.start == b.outer->start && iv.end > b.outer->end)) b.outer = &iv;
+  });
+  return b;
 }
 
 const IntervalIndex::Interval* IntervalIndex::innermost(std::int64_t lo, std::int64_t hi) const {

@@ -32,6 +32,12 @@ class IntervalIndex {
   const Interval* innermost(std::int64_t lo, std::int64_t hi) const;
   // The outermost: the earliest start, and among equal starts the latest end.
   const Interval* outermost(std::int64_t lo, std::int64_t hi) const;
+  // Both in one descent.
+  struct Bounds {
+    const Interval* inner = nullptr;
+    const Interval* outer = nullptr;
+  };
+  Bounds innermost_and_outermost(std::int64_t lo, std::int64_t hi) const;
 
  private:
   std::vector<Interval> items_;
