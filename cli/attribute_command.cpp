@@ -4,6 +4,8 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -44,9 +46,14 @@ class Progress {
   }
   void bytes(std::uint64_t done, std::uint64_t total) {
     if (quiet_ || total == 0) return;
-    fmt::print(stderr, "\ropprof: reading trace {:.0f} MB ({:.0f}% of the file)", double(done) / 1e6,
-               std::min(100.0, 100.0 * double(done) / double(total)));
-    partial_line_ = true;
+    double pct = std::min(100.0, 100.0 * double(done) / double(total));
+    if (tty_) {
+      fmt::print(stderr, "\ropprof: reading trace {:.0f} MB ({:.0f}% of the file)", double(done) / 1e6, pct);
+      partial_line_ = true;
+    } else if (pct >= next_pct_) {  // a log gets a line per quarter
+      fmt::print(stderr, "opprof: reading trace {:.0f} MB ({:.0f}% of the file)\n", double(done) / 1e6, pct);
+      next_pct_ = pct + 25;
+    }
   }
   void end_line() {
     if (partial_line_ && !quiet_) fmt::print(stderr, "\n");
@@ -55,7 +62,9 @@ class Progress {
 
  private:
   bool quiet_;
+  bool tty_ = isatty(STDERR_FILENO) != 0;
   bool partial_line_ = false;
+  double next_pct_ = 25;
 };
 
 std::string now_iso8601() {

@@ -9,6 +9,8 @@
 #include <simdjson.h>
 #pragma GCC diagnostic pop
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -270,11 +272,17 @@ int run_profile(ProfileOptions o) {
     NcuProgress progress(expected);
     auto t1 = std::chrono::steady_clock::now();
     auto last_print = t1;
+    // On a terminal the status line rewrites itself twice a second; in a log, a line every 10 seconds.
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    const auto every = tty ? std::chrono::milliseconds(500) : std::chrono::milliseconds(10000);
     auto on_line = [&](std::string_view l) {
       bool moved = progress.feed(l);
       auto now = std::chrono::steady_clock::now();
-      if (moved && !o.quiet && (now - last_print > std::chrono::milliseconds(500) || progress.profiled() == expected)) {
-        fmt::print(stderr, "\ropprof: pass B (ncu): {}   ", progress.status(since(t1)));
+      if (moved && !o.quiet && (now - last_print > every || progress.profiled() == expected)) {
+        if (tty)
+          fmt::print(stderr, "\ropprof: pass B (ncu): {}   ", progress.status(since(t1)));
+        else
+          fmt::print(stderr, "opprof: pass B (ncu): {}\n", progress.status(since(t1)));
         last_print = now;
       }
     };
@@ -282,7 +290,7 @@ int run_profile(ProfileOptions o) {
     pass_b.on_stderr_line = on_line;
     say(fmt::format("pass B (ncu, {} metrics, {} kernels expected)", names.size(), expected));
     ChildResult rb = run_child(pass_b);
-    if (!o.quiet) fmt::print(stderr, "\n");
+    if (!o.quiet && tty) fmt::print(stderr, "\n");
     double pass_b_s = since(t1);
     meta["timing.pass_b_s"] = fmt::format("{:.2f}", pass_b_s);
     if (interrupted()) {
