@@ -393,6 +393,9 @@ class Builder {
       tl_.metadata[key + "name"] = std::string(text(d.name_sid));
       tl_.metadata[key + "num_sms"] = std::to_string(d.sm_count);
       tl_.metadata[key + "cc"] = fmt::format("{}.{}", d.cc_major, d.cc_minor);
+      // The keys the Kineto reader uses, so chip lookup reads every source alike.
+      tl_.metadata[key + "compute_major"] = std::to_string(d.cc_major);
+      tl_.metadata[key + "compute_minor"] = std::to_string(d.cc_minor);
       tl_.metadata[key + "memory_bytes"] = std::to_string(d.global_memory_bytes);
     }
   }
