@@ -122,6 +122,20 @@ void open_output() {
     } else {
       path = "opprof-trace-" + std::to_string(getpid()) + ".bin";
     }
+    // Child processes inherit the injection variables (Inductor's compile workers, DataLoader workers
+    // started by exec): a child that initializes CUDA must not truncate the log its live parent is
+    // writing. It writes beside it, to <path>.<pid>.
+    if (int existing = open(path.c_str(), O_RDONLY | O_CLOEXEC); existing >= 0) {
+      FileHeader other{};
+      const bool whole = read(existing, &other, sizeof other) == static_cast<ssize_t>(sizeof other);
+      close(existing);
+      if (whole && std::memcmp(other.magic, kMagic, sizeof kMagic) == 0 && other.pid != static_cast<std::uint32_t>(getpid()) &&
+          other.pid != 0 && kill(static_cast<pid_t>(other.pid), 0) == 0) {
+        path += "." + std::to_string(getpid());
+        std::string msg = "the trace file belongs to running process " + std::to_string(other.pid) + "; this process writes " + path;
+        note(msg.c_str());
+      }
+    }
     g_out.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (g_out.fd < 0) {
       std::string msg = "cannot open trace file " + path + ": " + std::strerror(errno);

@@ -535,11 +535,16 @@ class Capture:
                     window.open("opprof (whole run)")
                 self.phase = "warmup"
                 t0 = time.perf_counter()
-                for i in range(args.warmup):
-                    t_iter = time.perf_counter()
-                    step()
-                    self.sync()
-                    log(f"warm-up {i + 1}/{args.warmup}: {time.perf_counter() - t_iter:.2f} s")
+                # Tracer + compile: CUDA graphs (mode="reduce-overhead") are captured during warm-up, and a
+                # replayed kernel leads back to the NVTX ranges open at its capture; emit_nvtx must be on then.
+                warmup_ranges = torch.autograd.profiler.emit_nvtx() \
+                    if self.tracer and args.compile == "inductor" else contextlib.nullcontext()
+                with warmup_ranges:
+                    for i in range(args.warmup):
+                        t_iter = time.perf_counter()
+                        step()
+                        self.sync()
+                        log(f"warm-up {i + 1}/{args.warmup}: {time.perf_counter() - t_iter:.2f} s")
                 self.record["wall_s"]["warmup"] = time.perf_counter() - t0
 
                 self.phase = "measured"
