@@ -14,6 +14,7 @@
 #include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/ingest/kineto.hpp"
+#include "opprof/ingest/timeline_source.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
@@ -85,6 +86,12 @@ std::string capture_chip(const Timeline& tl) {
   try {
     if (!get("device.0.compute_major").empty()) major = std::stoi(get("device.0.compute_major"));
     if (!get("device.0.compute_minor").empty()) minor = std::stoi(get("device.0.compute_minor"));
+    // The tracer and nsys readers give "major.minor" in device.0.cc.
+    if (major == 0 && !get("device.0.cc").empty()) {
+      const std::string cc = get("device.0.cc");
+      major = std::stoi(cc);
+      if (auto dot = cc.find('.'); dot != std::string::npos) minor = std::stoi(cc.substr(dot + 1));
+    }
   } catch (const std::exception&) {
   }
   return chip_for_device(name, major, minor);
@@ -130,11 +137,14 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
 
   Stopwatch sw;
   KinetoReadStats stats;
-  Timeline tl = read_kineto_trace(o.trace, &stats, [&](std::uint64_t done, std::uint64_t all) { progress.bytes(done, all); });
+  TimelineFormat format = TimelineFormat::kKinetoJson;
+  Timeline tl = read_timeline(o.trace, &stats, [&](std::uint64_t done, std::uint64_t all) { progress.bytes(done, all); },
+                              &format);
   progress.end_line();
   double read_s = sw.seconds();
-  progress.say("read {} events ({:.0f} MB) in {:.2f} s: {} GPU activities, {} launches, {} ranges", stats.events,
-               double(stats.bytes) / 1e6, read_s, tl.kernels.size(), tl.launches.size(), tl.ranges.size());
+  meta["trace.format"] = to_string(format);
+  progress.say("read {} events ({}, {:.0f} MB) in {:.2f} s: {} GPU activities, {} launches, {} ranges", stats.events,
+               to_string(format), double(stats.bytes) / 1e6, read_s, tl.kernels.size(), tl.launches.size(), tl.ranges.size());
   if (tl.kernels.size() == 0) throw InputError(o.trace, "the trace holds no GPU activity (was CUDA profiled?)");
 
   std::string chip = capture_chip(tl);

@@ -20,7 +20,7 @@
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
-#include "opprof/ingest/kineto.hpp"
+#include "opprof/ingest/timeline_source.hpp"
 #include "opprof/metrics/metric_set.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -88,11 +88,36 @@ std::string get_or(const std::map<std::string, std::string>& m, const std::strin
   return it == m.end() ? dflt : it->second;
 }
 
+// libopprof_tracer.so for `--backend tracer`: $OPPROF_TRACER_LIB, else beside this executable in a build
+// tree (<exe_dir>/tracer/) or an install (<exe_dir>/../lib/).
+std::string find_tracer_library() {
+  if (const char* env = std::getenv("OPPROF_TRACER_LIB"); env != nullptr && *env != '\0') {
+    if (!fs::exists(env)) throw InputError(env, "OPPROF_TRACER_LIB names no file");
+    return fs::absolute(env).string();
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> tried;
+  if (!ec) {
+    const fs::path dir = exe.parent_path();
+    for (const fs::path& p : {dir / "tracer" / "libopprof_tracer.so", dir / ".." / "lib" / "libopprof_tracer.so"}) {
+      if (fs::exists(p)) return fs::canonical(p).string();
+      tried.push_back(p);
+    }
+  }
+  std::string where;
+  for (const fs::path& p : tried) where += (where.empty() ? "" : ", ") + p.lexically_normal().string();
+  throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + (where.empty() ? "nothing: /proc/self/exe unreadable" : where) +
+                                           "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
+}
+
 // The capture runner's arguments common to both passes.
 std::vector<std::string> capture_args(const ProfileOptions& o, const std::string& pass, const fs::path& out) {
   std::vector<std::string> a = {o.python, "-m", "opprof.capture", "--pass", pass, "--out", out.string(),
                                 "--warmup", std::to_string(o.warmup), "--iters", std::to_string(o.iters)};
   if (o.train) a.push_back("--train");
+  // Only pass A captures a timeline; pass B (ncu) always runs without profiler or tracer in the process.
+  if (pass == "timeline") a.insert(a.end(), {"--backend", o.backend});
   if (!o.workload.empty()) {
     a.insert(a.end(), {"--workload", o.workload, "--compile", o.compile});
   } else {
@@ -140,6 +165,11 @@ void add_profile_command(CLI::App& app, ProfileOptions& o) {
   cmd->add_option("--python", o.python, "Python interpreter with torch")->capture_default_str();
   cmd->add_flag("--skip-ncu", o.skip_ncu, "Timeline and attribution only (no hardware counters)");
   cmd->add_flag("-q,--quiet", o.quiet, "Less progress output");
+  cmd->add_option("--backend", o.backend,
+                  "Pass A's timeline capture: torch (torch.profiler, Kineto JSON) or tracer (libopprof_tracer.so through\n"
+                  "CUDA/NVTX injection, NVTX ranges from emit_nvtx and module hooks; see docs/tracer.md)")
+      ->check(CLI::IsMember({"torch", "tracer"}))
+      ->capture_default_str();
   cmd->footer(
       "The output directory holds profile.db, report.txt, report.json and the raw artifacts (trace, ncu CSV and log,\n"
       "Inductor debug files, capture.json). Exit status: 0 done, 2 bad input or environment, 1 failure.");
@@ -212,11 +242,23 @@ int run_profile(ProfileOptions o) {
   meta["clocks_locked"] = clocks ? "true" : "false";
   meta["ncu.clock_control"] = o.clock_control;
 
-  // Pass A: the timeline.
+  // Pass A: the timeline, from torch.profiler (trace.json) or from the tracer injected into the process
+  // (trace.opprof; the window is cudaProfilerStart/Stop, which torch.cuda.profiler.start/stop call).
+  const bool tracer = o.backend == "tracer";
+  fs::path trace = out / (tracer ? "trace.opprof" : "trace.json");
+  meta["capture.backend"] = o.backend;
   auto t0 = std::chrono::steady_clock::now();
   ChildSpec pass_a;
   pass_a.argv = capture_args(o, "timeline", out);
   pass_a.env = python_env();
+  if (tracer) {
+    const std::string lib = find_tracer_library();
+    pass_a.env["CUDA_INJECTION64_PATH"] = lib;
+    pass_a.env["NVTX_INJECTION64_PATH"] = lib;
+    pass_a.env["OPPROF_TRACE_FILE"] = trace.string();
+    pass_a.env["OPPROF_TRACE_WINDOW"] = "1";
+    say("tracer: " + lib);
+  }
   pass_a.stderr_path = (out / "pass_a.log").string();
   pass_a.on_stderr_line = [&](std::string_view l) {
     if (!o.quiet) fmt::print(stderr, "  [pass A] {}\n", l);
@@ -232,7 +274,6 @@ int run_profile(ProfileOptions o) {
   if (get_or(capture, "capture.window") == "never_opened")
     throw InputError(out.string(), "the program never opened its capture window (torch.cuda.profiler.start() was not "
                                    "called): nothing was measured");
-  fs::path trace = out / "trace.json";
   if (!ra.ok()) {
     say(fmt::format("the workload failed in pass A ({}); see {}", ra.describe(), (out / "pass_a.log").string()));
     if (!fs::exists(trace)) return 1;
@@ -249,7 +290,7 @@ int run_profile(ProfileOptions o) {
   attr.quiet = o.quiet;
   if (fs::exists(out / "inductor")) attr.inductor = (out / "inductor").string();
   if (!o.skip_ncu && ra.ok()) {
-    Timeline tl = read_kineto_trace(trace.string());
+    Timeline tl = read_timeline(trace.string());
     std::uint64_t expected = 0;
     for (auto kind : tl.kernels.kind) expected += kind == ActivityKind::kKernel;
     std::string chip;

@@ -20,6 +20,7 @@ struct ProfileOptions {
   std::string python = "python3";
   bool skip_ncu = false;
   bool quiet = false;
+  std::string backend = "torch";  // pass A's capture: torch (torch.profiler) or tracer (libopprof_tracer.so)
 };
 
 void add_profile_command(CLI::App& app, ProfileOptions& options);

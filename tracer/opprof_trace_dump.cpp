@@ -6,7 +6,9 @@
 //   stack kernel=<mangled> node=<id> stack=a>b>c   (one per distinct graph kernel name, capture-time stack)
 // With opprof_core linked in (the normal build), also what read_tracer_log makes of it:
 //   timeline kernels=.. launches=.. thread_ranges=.. stream_ranges=.. operator=.. module=.. annotation=..
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -49,6 +51,7 @@ const char* type_name(std::uint16_t t) {
     case RecordType::kCategoryName: return "category_name";
     case RecordType::kDropped: return "dropped";
     case RecordType::kTrailer: return "trailer";
+    case RecordType::kCaptureLaunch: return "capture_launch";
   }
   return "unknown";
 }
@@ -99,6 +102,10 @@ int main(int argc, char** argv) {
   std::unordered_map<std::uint64_t, std::vector<StackEntry>> node_stacks;
   std::unordered_map<std::uint64_t, std::uint64_t> clone_of;
   std::vector<KernelRecord> kernels;
+  // Every graph-related record, bounded: what ids the driver and CUPTI gave, for diagnosing the mapping.
+  constexpr std::size_t kMaxGraphLines = 48;
+  std::size_t graph_lines = 0;
+  std::vector<std::string> graph_detail;
   std::size_t pos = header.header_bytes;
   long printed = 0;
   bool truncated = false;
@@ -121,17 +128,62 @@ int main(int argc, char** argv) {
         strings[s.id].assign(p + sizeof s, s.length);
         break;
       }
-      case RecordType::kKernel: kernels.push_back(load<KernelRecord>(p)); break;
+      case RecordType::kKernel: {
+        kernels.push_back(load<KernelRecord>(p));
+        const KernelRecord& k = kernels.back();
+        if (k.graph_node_id != 0 && graph_lines < kMaxGraphLines) {
+          graph_lines++;
+          graph_detail.push_back("graph: kernel node=" + std::to_string(k.graph_node_id) + " graph=" +
+                                 std::to_string(k.graph_id) + " corr=" + std::to_string(k.correlation_id));
+        }
+        break;
+      }
       case RecordType::kGraphNode: {
         auto g = load<GraphNodeRecord>(p);
         std::vector<StackEntry> stack(g.depth);
         if (g.depth != 0) std::memcpy(stack.data(), p + sizeof g, g.depth * sizeof(StackEntry));
-        node_stacks[g.node_id] = std::move(stack);
+        if (graph_lines < kMaxGraphLines) {
+          graph_lines++;
+          graph_detail.push_back("graph: node id=" + std::to_string(g.node_id) + " graph=" + std::to_string(g.graph_id) +
+                                 " type=" + std::to_string(g.node_type) + " depth=" + std::to_string(g.depth) +
+                                 " tid=" + std::to_string(g.tid));
+        }
+        if (!stack.empty() || node_stacks.count(g.node_id) == 0) node_stacks[g.node_id] = std::move(stack);
         break;
       }
       case RecordType::kGraphNodeClone: {
         auto c = load<GraphNodeCloneRecord>(p);
-        clone_of[c.node_id] = c.original_node_id;
+        if (graph_lines < kMaxGraphLines) {
+          graph_lines++;
+          graph_detail.push_back("graph: clone id=" + std::to_string(c.node_id) + " graph=" + std::to_string(c.graph_id) +
+                                 " of id=" + std::to_string(c.original_node_id) +
+                                 " graph=" + std::to_string(c.original_graph_id));
+        }
+        if (c.node_id != c.original_node_id) clone_of[c.node_id] = c.original_node_id;
+        break;
+      }
+      case RecordType::kGraphExec: {
+        auto e = load<GraphExecRecord>(p);
+        if (graph_lines < kMaxGraphLines) {
+          graph_lines++;
+          graph_detail.push_back("graph: exec id=" + std::to_string(e.exec_id) + " graph=" + std::to_string(e.graph_id));
+        }
+        break;
+      }
+      case RecordType::kCaptureLaunch: {
+        auto c = load<CaptureLaunchRecord>(p);
+        if (graph_lines < kMaxGraphLines) {
+          graph_lines++;
+          graph_detail.push_back("graph: capture_launch node=" + std::to_string(c.node_id) + " capture=" +
+                                 std::to_string(c.capture_id) + " graph=" + std::to_string(c.graph_id) + " cbid=" +
+                                 std::to_string(c.cbid) + " domain=" + std::to_string(c.domain) + " depth=" +
+                                 std::to_string(c.depth) + " named=" + (c.name_sid != 0 ? "1" : "0"));
+        }
+        if (c.node_id != 0 && c.depth != 0) {
+          std::vector<StackEntry> stack(c.depth);
+          std::memcpy(stack.data(), p + sizeof c, c.depth * sizeof(StackEntry));
+          node_stacks[c.node_id] = std::move(stack);
+        }
         break;
       }
       default: break;
@@ -204,7 +256,7 @@ int main(int argc, char** argv) {
     std::uint64_t node = k.graph_node_id;
     const std::vector<StackEntry>* stack = nullptr;
     for (int hop = 0; hop < 64 && stack == nullptr; ++hop) {
-      if (auto it = node_stacks.find(node); it != node_stacks.end()) {
+      if (auto it = node_stacks.find(node); it != node_stacks.end() && !it->second.empty()) {
         stack = &it->second;
       } else if (auto c = clone_of.find(node); c != clone_of.end()) {
         node = c->second;
@@ -221,6 +273,8 @@ int main(int argc, char** argv) {
     std::printf("stack kernel=%s node=%llu stack=%s\n", name.c_str(),
                 static_cast<unsigned long long>(k.graph_node_id), chain.c_str());
   }
+  for (const std::string& line : graph_detail) std::printf("%s\n", line.c_str());
+  // graph_kernels_with_stack: by node ids only (the reader adds the launch-order route: meta graph.*).
   std::printf("summary kernels=%zu graph_kernels=%zu graph_kernels_with_stack=%zu strings=%zu\n", kernels.size(),
               graph_kernels, with_stack, strings.size());
 
@@ -238,6 +292,29 @@ int main(int argc, char** argv) {
     for (const auto& [kind, n] : by_kind) std::printf(" %s=%zu", kind.c_str(), n);
     std::printf("\n");
     for (const auto& [key, value] : tl.metadata) std::printf("meta %s=%s\n", key.c_str(), value.c_str());
+    // Ranges per NVTX domain, and the capture-time stack each graph kernel got (its stream ranges).
+    std::map<std::string, std::size_t> by_domain;
+    for (std::size_t i = 0; i < tl.ranges.size(); ++i)
+      if (tl.ranges.domain[i] != opprof::kNoString) ++by_domain[std::string(tl.str(tl.ranges.domain[i]))];
+    for (const auto& [domain, n] : by_domain) std::printf("timeline domain=\"%s\" ranges=%zu\n", domain.c_str(), n);
+    std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t>, std::vector<std::size_t>> stream_ranges_at;
+    for (std::size_t i = 0; i < tl.ranges.size(); ++i)
+      if (tl.ranges.scope[i] == opprof::RangeScope::kStream)
+        stream_ranges_at[{static_cast<std::uint32_t>(tl.ranges.owner[i]), tl.ranges.start_ns[i], tl.ranges.end_ns[i]}]
+            .push_back(i);
+    std::set<std::string> stack_shown;
+    for (std::size_t i = 0; i < tl.kernels.size() && stack_shown.size() < 8; ++i) {
+      if (tl.kernels.graph_node[i] == 0) continue;
+      auto it = stream_ranges_at.find({tl.kernels.stream[i], tl.kernels.start_ns[i], tl.kernels.end_ns[i]});
+      if (it == stream_ranges_at.end()) continue;
+      std::vector<std::size_t> rows = it->second;
+      std::sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return tl.ranges.depth[a] < tl.ranges.depth[b]; });
+      std::string chain;
+      for (std::size_t r : rows) chain += (chain.empty() ? "" : ">") + std::string(tl.str(tl.ranges.text[r]));
+      const std::string name(tl.str(tl.kernels.name[i]));
+      if (stack_shown.insert(name).second)
+        std::printf("timeline graph_stack kernel=\"%.80s\" stack=%s\n", name.c_str(), chain.c_str());
+    }
     std::set<std::string> names;
     for (std::size_t i = 0; i < tl.kernels.size() && names.size() < 8; ++i)
       if (names.insert(std::string(tl.str(tl.kernels.name[i]))).second)

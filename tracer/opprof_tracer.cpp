@@ -14,10 +14,12 @@
 // Hot path (NVTX push/pop): a thread-local stack and a thread-local byte buffer, no locks, no formatting.
 // A thread's buffer is written to the file in one write() when full (under a mutex, once per 64 KiB),
 // when the thread exits, and at process exit.
+// cupti.h brings the launch callbacks' parameter structs (generated_cuda_*_meta.h) too.
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtCuda.h>
 
+#include <dlfcn.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -119,6 +121,20 @@ void open_output() {
       path = p;
     } else {
       path = "opprof-trace-" + std::to_string(getpid()) + ".bin";
+    }
+    // Child processes inherit the injection variables (Inductor's compile workers, DataLoader workers
+    // started by exec): a child that initializes CUDA must not truncate the log its live parent is
+    // writing. It writes beside it, to <path>.<pid>.
+    if (int existing = open(path.c_str(), O_RDONLY | O_CLOEXEC); existing >= 0) {
+      FileHeader other{};
+      const bool whole = read(existing, &other, sizeof other) == static_cast<ssize_t>(sizeof other);
+      close(existing);
+      if (whole && std::memcmp(other.magic, kMagic, sizeof kMagic) == 0 && other.pid != static_cast<std::uint32_t>(getpid()) &&
+          other.pid != 0 && kill(static_cast<pid_t>(other.pid), 0) == 0) {
+        path += "." + std::to_string(getpid());
+        std::string msg = "the trace file belongs to running process " + std::to_string(other.pid) + "; this process writes " + path;
+        note(msg.c_str());
+      }
     }
     g_out.fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (g_out.fd < 0) {
@@ -796,13 +812,324 @@ void on_graph_exec_created(const CUpti_GraphData* g) {
   append(t, RecordType::kGraphExec, r);
 }
 
+// ------------------------------------------------------------------------------------------------
+// Stream capture, second route: at the exit of each launch into a capturing stream, ask the driver which
+// node the launch added and record it with the launching thread's NVTX stack (CaptureLaunchRecord). This
+// does not depend on when or on which thread the resource callbacks fire, and the record's correlation id,
+// capture id and kernel name let the reader match replays to captures even when no node id lines up.
+
+// cuStreamGetCaptureInfo in its two signatures: v3 (CUDA 12.3+, with edge data) and v2 (11.3+).
+using CaptureInfoV3 = CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
+                                         const CUgraphEdgeData**, size_t*);
+using CaptureInfoV2 = CUresult(CUDAAPI*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*, const CUgraphNode**,
+                                         size_t*);
+using FuncGetName = CUresult(CUDAAPI*)(const char**, CUfunction);
+using GetProcAddress = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+
+struct DriverEntryPoints {
+  CaptureInfoV3 capture_info_v3 = nullptr;
+  CaptureInfoV2 capture_info_v2 = nullptr;
+  FuncGetName func_get_name = nullptr;
+};
+DriverEntryPoints g_driver;
+std::once_flag g_driver_once;
+
+// Resolved lazily, at the first launch during a capture: InitializeInjection runs inside cuInit, where
+// asking the driver for entry points is best avoided. libcuda is loaded by then (RTLD_NOLOAD: never load
+// a second copy). cuGetProcAddress gives the signature of the CUDA version we ask for, whatever the
+// driver's own symbol names are.
+void resolve_driver_entry_points() {
+  std::call_once(g_driver_once, [] {
+    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == nullptr) {
+      note("libcuda.so.1 is not loaded: graph capture is attributed through resource callbacks and launch order only");
+      return;
+    }
+    auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(cuda, "cuGetProcAddress_v2"));
+    auto lookup = [&](const char* name, int version) -> void* {
+      void* fn = nullptr;
+      CUdriverProcAddressQueryResult found{};
+      if (get_proc != nullptr && get_proc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS &&
+          found == CU_GET_PROC_ADDRESS_SUCCESS)
+        return fn;
+      return nullptr;
+    };
+    g_driver.capture_info_v3 = reinterpret_cast<CaptureInfoV3>(lookup("cuStreamGetCaptureInfo", 12030));
+    if (g_driver.capture_info_v3 == nullptr)
+      g_driver.capture_info_v3 = reinterpret_cast<CaptureInfoV3>(dlsym(cuda, "cuStreamGetCaptureInfo_v3"));
+    if (g_driver.capture_info_v3 == nullptr) {
+      g_driver.capture_info_v2 = reinterpret_cast<CaptureInfoV2>(lookup("cuStreamGetCaptureInfo", 11030));
+      if (g_driver.capture_info_v2 == nullptr)
+        g_driver.capture_info_v2 = reinterpret_cast<CaptureInfoV2>(dlsym(cuda, "cuStreamGetCaptureInfo_v2"));
+    }
+    g_driver.func_get_name = reinterpret_cast<FuncGetName>(lookup("cuFuncGetName", 12030));
+    if (g_driver.func_get_name == nullptr) g_driver.func_get_name = reinterpret_cast<FuncGetName>(dlsym(cuda, "cuFuncGetName"));
+    if (g_driver.capture_info_v3 == nullptr && g_driver.capture_info_v2 == nullptr)
+      note("cuStreamGetCaptureInfo not found: captured launches are recorded without node ids");
+  });
+}
+
+struct CaptureState {
+  bool capturing = false;
+  std::uint64_t capture_id = 0;
+  CUgraph graph = nullptr;
+  CUgraphNode node = nullptr;  // the single dependency right after the launch: the node it added
+};
+
+// Asks the driver about `stream`. The dependency set is the node the launch just added when the capture
+// is linear on this stream; with several dependencies (a join) the new node cannot be told, node stays null.
+CaptureState query_capture(CUstream stream) {
+  CaptureState s;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* deps = nullptr;
+  size_t count = 0;
+  CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+  if (g_driver.capture_info_v3 != nullptr) {
+    const CUgraphEdgeData* edges = nullptr;
+    rc = g_driver.capture_info_v3(stream, &status, &id, &graph, &deps, &edges, &count);
+  } else if (g_driver.capture_info_v2 != nullptr) {
+    rc = g_driver.capture_info_v2(stream, &status, &id, &graph, &deps, &count);
+  }
+  if (rc != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return s;
+  s.capturing = true;
+  s.capture_id = id;
+  s.graph = graph;
+  if (count == 1 && deps != nullptr) s.node = deps[0];
+  return s;
+}
+
+std::atomic<int> g_active_captures{0};  // BeginCapture..EndCapture spans open in the process
+std::atomic<std::uint64_t> g_synthetic_captures{0};
+
+// Per thread: API callbacks nest (cudaLaunchKernel may call cuLaunchKernel, both enabled); only the
+// outermost call of a nest acts, so one launch gives one record.
+thread_local int t_api_depth = 0;
+thread_local CUstream t_capture_stream = nullptr;  // stream this thread began capturing, null when none
+thread_local std::uint64_t t_capture_seq = 0;      // synthetic capture id of that span
+thread_local std::uint64_t t_last_capture_node = 0;
+thread_local bool t_in_tracer_query = false;  // our own driver calls must never re-enter this code
+
+enum class ApiRole : std::uint8_t { kOther, kLaunch, kBeginCapture, kEndCapture };
+
+// Each domain's callback ids, classified once at start-up from CUPTI's own names.
+constexpr std::size_t kMaxCbid = 4096;  // above every runtime and driver callback id of CUDA 13
+ApiRole g_runtime_role[kMaxCbid];
+ApiRole g_driver_role[kMaxCbid];
+
+ApiRole classify_api(const char* name, bool runtime) {
+  // Null-terminated: the two lists differ in length.
+  static const char* const kRuntimeLaunch[] = {"cudaLaunch", "__cudaLaunch", "cudaMemcpy", "cudaMemset", nullptr};
+  static const char* const kDriverLaunch[] = {"cuLaunch", "cuMemcpy", "cuMemset", nullptr};
+  auto starts = [name](const char* p) { return std::strncmp(name, p, std::strlen(p)) == 0; };
+  if (starts(runtime ? "cudaStreamBeginCapture" : "cuStreamBeginCapture")) return ApiRole::kBeginCapture;
+  if (starts(runtime ? "cudaStreamEndCapture" : "cuStreamEndCapture")) return ApiRole::kEndCapture;
+  // Multi-device cooperative launches take a list of streams: no single stream to ask about.
+  if (std::strstr(name, "MultiDevice") != nullptr) return ApiRole::kOther;
+  for (const char* const* p = runtime ? kRuntimeLaunch : kDriverLaunch; *p != nullptr; ++p)
+    if (starts(*p)) return ApiRole::kLaunch;
+  return ApiRole::kOther;
+}
+
+ApiRole role_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (cbid >= kMaxCbid) return ApiRole::kOther;
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? g_runtime_role[cbid] : g_driver_role[cbid];
+}
+
+// The stream of a launch whose parameter layout is known (generated_cuda_*_meta.h); null otherwise,
+// and the caller falls back to the stream the thread is capturing.
+bool launch_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, CUstream* out) {
+  if (params == nullptr) return false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+        *out = reinterpret_cast<CUstream>(static_cast<const cudaLaunchKernel_v7000_params*>(params)->stream);
+        return true;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+        *out = reinterpret_cast<CUstream>(static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(params)->stream);
+        return true;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+        const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(params);
+        if (p->config == nullptr) return false;
+        *out = reinterpret_cast<CUstream>(p->config->stream);
+        return true;
+      }
+      default: return false;
+    }
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      *out = static_cast<const cuLaunchKernel_params*>(params)->hStream;
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      *out = static_cast<const cuLaunchCooperativeKernel_params*>(params)->hStream;
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
+      if (p->config == nullptr) return false;
+      *out = p->config->hStream;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// The CUfunction of a driver kernel launch, to name it when CUPTI gives no symbolName.
+CUfunction launch_function(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || params == nullptr) return nullptr;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return static_cast<const cuLaunchKernel_params*>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchCooperativeKernel_params*>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return static_cast<const cuLaunchKernelEx_params*>(params)->f;
+    default: return nullptr;
+  }
+}
+
+bool api_succeeded(const CUpti_CallbackData* api) {
+  // cudaError_t and CUresult are both int-sized enums with 0 = success.
+  return api->functionReturnValue == nullptr || *static_cast<const int*>(api->functionReturnValue) == 0;
+}
+
+// The first field of every BeginCapture / EndCapture parameter struct is the stream.
+CUstream first_param_stream(const void* params) {
+  CUstream s = nullptr;
+  if (params != nullptr) std::memcpy(&s, params, sizeof s);
+  return s;
+}
+
+void on_begin_capture(const CUpti_CallbackData* api) {
+  if (!api_succeeded(api) || t_capture_seq != 0) return;
+  t_capture_stream = first_param_stream(api->functionParams);
+  t_capture_seq = kSyntheticCaptureBit | (g_synthetic_captures.fetch_add(1, std::memory_order_relaxed) + 1);
+  t_last_capture_node = 0;
+  g_active_captures.fetch_add(1, std::memory_order_relaxed);
+}
+
+void on_end_capture() {
+  if (t_capture_seq == 0) return;  // ended on a thread that did not begin it: the count stays (costs queries only)
+  t_capture_stream = nullptr;
+  t_capture_seq = 0;
+  t_last_capture_node = 0;
+  g_active_captures.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* api) {
+  // Fast exit for the common case: nothing is being captured anywhere.
+  if (g_active_captures.load(std::memory_order_relaxed) <= 0 || !api_succeeded(api)) return;
+  resolve_driver_entry_points();
+  const bool can_query = g_driver.capture_info_v3 != nullptr || g_driver.capture_info_v2 != nullptr;
+  CUstream stream = nullptr;
+  const bool known_stream = launch_stream(domain, cbid, api->functionParams, &stream);
+  if (!known_stream) stream = t_capture_stream;
+
+  std::uint64_t capture_id = 0, node_id = 0;
+  std::uint32_t graph = 0;
+  if (can_query && (known_stream || t_capture_seq != 0)) {
+    t_in_tracer_query = true;
+    const CaptureState c = query_capture(stream);
+    t_in_tracer_query = false;
+    if (!c.capturing) return;  // this launch went to a stream that is not being captured
+    capture_id = c.capture_id;
+    graph = graph_id(c.graph);
+    node_id = graph_node_id(c.node);
+    // Unchanged dependency: the launch did not extend this stream's capture (it went to another stream of a
+    // multi-stream capture and we asked about ours); its node is unknown, the name route still holds.
+    if (!known_stream && node_id == t_last_capture_node) node_id = 0;
+    if (node_id != 0) t_last_capture_node = node_id;
+  } else if (t_capture_seq != 0) {
+    capture_id = t_capture_seq;  // no way to ask the driver: this thread's capture span stands for it
+  } else {
+    return;
+  }
+
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  const char* name = api->symbolName;
+  if (name == nullptr && g_driver.func_get_name != nullptr) {
+    if (CUfunction f = launch_function(domain, cbid, api->functionParams); f != nullptr) {
+      t_in_tracer_query = true;
+      if (g_driver.func_get_name(&name, f) != CUDA_SUCCESS) name = nullptr;
+      t_in_tracer_query = false;
+    }
+  }
+  StackEntry entries[kMaxStackDepth];
+  std::uint32_t depth = 0;
+  for (const StackItem& s : t.stack) {
+    if (depth == kMaxStackDepth) break;
+    entries[depth++] = StackEntry{s.text_sid, s.domain_sid};
+  }
+  CaptureLaunchRecord r{};
+  r.node_id = node_id;
+  r.capture_id = capture_id;
+  r.ts_ns = cupti_now();
+  r.tid = t.tid;
+  r.correlation_id = api->correlationId;
+  r.graph_id = graph;
+  r.name_sid = name != nullptr ? intern(t, name) : 0u;
+  r.cbid = cbid;
+  r.domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kApiDomainRuntime : kApiDomainDriver;
+  r.depth = depth;
+  append(t, RecordType::kCaptureLaunch, r, entries, depth * sizeof(StackEntry));
+}
+
+void on_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* api) {
+  if (t_in_tracer_query) return;
+  const bool profiler_start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
+                              (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+  const bool profiler_stop = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) ||
+                             (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+  if (profiler_start || profiler_stop) {
+    if (api->callbackSite == CUPTI_API_ENTER) window_event(profiler_start, api->correlationId);
+    return;
+  }
+  if (api->callbackSite == CUPTI_API_ENTER) {
+    ++t_api_depth;
+    return;
+  }
+  if (t_api_depth > 0) --t_api_depth;
+  if (t_api_depth != 0) return;  // an inner call of a nest: the outermost one acts
+  switch (role_of(domain, cbid)) {
+    case ApiRole::kLaunch: on_launch_exit(domain, cbid, api); break;
+    case ApiRole::kBeginCapture: on_begin_capture(api); break;
+    case ApiRole::kEndCapture: on_end_capture(); break;
+    case ApiRole::kOther: break;
+  }
+}
+
+// Enables API callbacks for the launch and capture calls of a domain (the classification comes from
+// CUPTI's names, so new launch variants are covered without a list of ids).
+void enable_capture_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, std::uint32_t count) {
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  ApiRole* roles = runtime ? g_runtime_role : g_driver_role;
+  std::size_t failed = 0;
+  for (std::uint32_t cbid = 1; cbid < count && cbid < kMaxCbid; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    const ApiRole role = classify_api(name, runtime);
+    if (role == ApiRole::kOther) continue;
+    if (cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) {
+      ++failed;
+      continue;
+    }
+    roles[cbid] = role;
+  }
+  if (failed != 0) note("some launch or capture callbacks could not be enabled: fewer captured launches are recorded");
+}
+
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    const auto* api = static_cast<const CUpti_CallbackData*>(data);
-    if (api->callbackSite != CUPTI_API_ENTER) return;
-    const bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
-                       (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    window_event(start, api->correlationId);
+    on_api_callback(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
@@ -819,12 +1146,13 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 
 // Only launch-like calls and the few others the reader needs: the log stays small and CUPTI does less.
 bool api_wanted(const char* name, bool runtime) {
-  static const char* const kRuntime[] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                                         "cudaProfilerStart", "cudaProfilerStop"};
+  // CUDA 13's <<<>>> launches go through __cudaLaunchKernel.
+  static const char* const kRuntime[] = {"cudaLaunch", "__cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
+                                         "cudaProfilerStart", "cudaProfilerStop", nullptr};
   static const char* const kDriver[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset",
-                                        "cuProfilerStart", "cuProfilerStop"};
-  for (const char* p : runtime ? kRuntime : kDriver)
-    if (std::strncmp(name, p, std::strlen(p)) == 0) return true;
+                                        "cuProfilerStart", "cuProfilerStop", nullptr};
+  for (const char* const* p = runtime ? kRuntime : kDriver; *p != nullptr; ++p)
+    if (std::strncmp(name, *p, std::strlen(*p)) == 0) return true;
   return false;
 }
 
@@ -966,6 +1294,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
           "callback GRAPHNODE_CLONED");
     check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED),
           "callback GRAPHEXEC_CREATED");
+    enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
   }
   {
     ThreadLog& t = this_thread_log();

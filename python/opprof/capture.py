@@ -4,7 +4,9 @@
   ncu --profile-from-start off ... python -m opprof.capture --pass counters --out CAP --workload ...
   python -m opprof.capture --pass timeline --out CAP -- my_script.py --its --args
 
-Pass "timeline" (A) records torch.profiler over the capture window and exports CAP/trace.json, with
+Pass "timeline" (A) records torch.profiler over the capture window and exports CAP/trace.json (or, with
+--backend tracer, runs under the injected opprof tracer, which writes CAP/trace.opprof: the window is
+cudaProfilerStart/Stop, operator ranges come from emit_nvtx and module ranges are NVTX ranges), with
 module ranges ("nn.Module: <path>", opprof.hooks) in eager mode and the FX module map
 (CAP/opprof_fx_modules.json, opprof.fx_modules) for compiled graphs. Pass "counters" (B) runs the same
 iterations without torch.profiler and brackets the window with cudaProfilerStart/Stop for ncu; it
@@ -53,6 +55,7 @@ EXIT_NEVER_OPENED = 3
 
 CAPTURE_FORMAT_VERSION = 1
 TRACE_FILENAME = "trace.json"
+TRACER_TRACE_FILENAME = "trace.opprof"
 
 _STARTED = time.perf_counter()
 
@@ -93,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="TORCH_COMPILE_DEBUG_DIR (default OUT/inductor in pass A, OUT/inductor_counters in pass B)")
     parser.add_argument("--keep-cache", action="store_true",
                         help="pass A: keep the existing compile cache (Inductor then writes no debug files on a hit)")
+    parser.add_argument("--backend", choices=("torch", "tracer"), default="torch",
+                        help="pass timeline: torch (torch.profiler -> trace.json) or tracer (the process runs with "
+                             "libopprof_tracer.so injected, which writes OPPROF_TRACE_FILE; operator ranges from "
+                             "emit_nvtx, module ranges as NVTX)")
     parser.add_argument("--no-module-ranges", action="store_true", help="do not emit nn.Module ranges")
     parser.add_argument("--no-fx-map", action="store_true", help="do not record the FX module map")
     return parser
@@ -278,7 +285,10 @@ class Capture:
         self.device = "cpu"
         self.phase = "setup"
         self.record_path = out / ("capture.json" if args.pass_ == "timeline" else "capture_counters.json")
-        self.trace_path = out / TRACE_FILENAME
+        # With the tracer the trace is the injected library's log, written where OPPROF_TRACE_FILE says.
+        self.tracer = args.pass_ == "timeline" and args.backend == "tracer"
+        self.trace_path = Path(os.environ["OPPROF_TRACE_FILE"]).resolve() if self.tracer and os.environ.get(
+            "OPPROF_TRACE_FILE") else out / (TRACER_TRACE_FILENAME if self.tracer else TRACE_FILENAME)
         self.record: dict[str, Any] = {
             "opprof_capture_version": CAPTURE_FORMAT_VERSION,
             "status": "running",
@@ -291,6 +301,7 @@ class Capture:
             "compile": args.compile if args.workload else None,
             "compile_mode": args.compile_mode,
             "train": bool(args.train),
+            "backend": args.backend if args.pass_ == "timeline" else None,
             "warmup": args.warmup if args.workload else None,
             "iters": args.iters if args.workload else None,
             "window": None,
@@ -349,8 +360,9 @@ class Capture:
         finally:
             self.teardown()
             self.record["wall_s"]["total"] = time.perf_counter() - started
-            if self.trace_path.is_file() and self.args.pass_ == "timeline":
-                self.record["artifacts"]["trace"] = TRACE_FILENAME
+            if self.args.pass_ == "timeline" and (self.tracer or self.trace_path.is_file()):
+                # The tracer writes its log until the process exits: name it even though it is not final yet.
+                self.record["artifacts"]["trace"] = os.path.relpath(self.trace_path, self.out)
             if code == EXIT_OK:
                 self.record["status"] = "ok"
             elif code == EXIT_NEVER_OPENED:
@@ -379,6 +391,8 @@ class Capture:
         log(f"torch {torch.__version__} (CUDA {torch.version.cuda}) imported in {time.perf_counter() - t0:.1f} s")
 
         cuda_available = torch.cuda.is_available()
+        if self.tracer:
+            self.check_tracer_environment(cuda_available)
         if args.workload:
             self.device = args.device or ("cuda" if cuda_available else "cpu")
         else:
@@ -401,6 +415,20 @@ class Capture:
         uses_compile = (args.workload and args.compile == "inductor") or not args.workload
         if uses_compile:
             self.record["inductor_config_applied"] = apply_inductor_config(env["TORCH_COMPILE_DEBUG_DIR"])
+
+    def check_tracer_environment(self, cuda_available: bool) -> None:
+        """--backend tracer records nothing unless the process was started with the library injected."""
+        missing = [name for name in ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH") if not os.environ.get(name)]
+        if missing:
+            raise UsageError(f"--backend tracer: {', '.join(missing)} not set; start this process with both pointing at "
+                             "libopprof_tracer.so (opprof profile --backend tracer does)")
+        if not cuda_available:
+            raise UsageError("--backend tracer records CUDA activity and needs a CUDA device")
+        self.record["tracer"] = {
+            "library": os.environ["CUDA_INJECTION64_PATH"],
+            "trace_file": str(self.trace_path),
+            "window_only": os.environ.get("OPPROF_TRACE_WINDOW", "0"),
+        }
 
     def teardown(self) -> None:
         if self.hooks is not None:
@@ -443,13 +471,16 @@ class Capture:
     def install_module_ranges(self, root: Any) -> None:
         if self.args.pass_ != "timeline" or self.args.no_module_ranges:
             return
-        from opprof.hooks import ModuleRangeHooks
+        from opprof.hooks import ModuleRangeHooks, NvtxEmitter
 
-        self.hooks = ModuleRangeHooks(root).install()
+        emitter = NvtxEmitter() if self.tracer else None
+        self.hooks = ModuleRangeHooks(root, emitter).install()
 
     def window_backend(self) -> Any:
-        from opprof.window import CudaProfilerBackend, TorchProfilerBackend
+        from opprof.window import CudaProfilerBackend, TorchProfilerBackend, TracerBackend
 
+        if self.tracer:
+            return TracerBackend()
         if self.args.pass_ == "timeline":
             return TorchProfilerBackend(str(self.trace_path), with_cuda=self.torch.cuda.is_available())
         return CudaProfilerBackend()
@@ -457,7 +488,8 @@ class Capture:
     def discard_stale_trace(self) -> None:
         # Only pass A writes the trace. Pass B shares the capture directory and must leave pass A's
         # trace alone: it is the timeline its counters get attributed to.
-        if self.args.pass_ == "timeline" and self.trace_path.exists():
+        # The tracer's log is already open for writing (by this process's injected library): keep it.
+        if self.args.pass_ == "timeline" and not self.tracer and self.trace_path.exists():
             self.trace_path.unlink()
 
     # -- workload modules ---------------------------------------------------------------------------
@@ -503,11 +535,16 @@ class Capture:
                     window.open("opprof (whole run)")
                 self.phase = "warmup"
                 t0 = time.perf_counter()
-                for i in range(args.warmup):
-                    t_iter = time.perf_counter()
-                    step()
-                    self.sync()
-                    log(f"warm-up {i + 1}/{args.warmup}: {time.perf_counter() - t_iter:.2f} s")
+                # Tracer + compile: CUDA graphs (mode="reduce-overhead") are captured during warm-up, and a
+                # replayed kernel leads back to the NVTX ranges open at its capture; emit_nvtx must be on then.
+                warmup_ranges = torch.autograd.profiler.emit_nvtx() \
+                    if self.tracer and args.compile == "inductor" else contextlib.nullcontext()
+                with warmup_ranges:
+                    for i in range(args.warmup):
+                        t_iter = time.perf_counter()
+                        step()
+                        self.sync()
+                        log(f"warm-up {i + 1}/{args.warmup}: {time.perf_counter() - t_iter:.2f} s")
                 self.record["wall_s"]["warmup"] = time.perf_counter() - t0
 
                 self.phase = "measured"
@@ -558,8 +595,10 @@ class Capture:
         timeline = args.pass_ == "timeline"
         if timeline:
             backend_factory = self.window_backend
+            # The tracer records from the start anyway (its window is the cudaProfilerStart/Stop it logs);
+            # only torch.profiler needs a preliminary whole-run window.
             prelim_factory = (lambda: TorchProfilerBackend(str(self.trace_path), torch.cuda.is_available())) \
-                if args.window == "auto" else None
+                if args.window == "auto" and not self.tracer else None
         else:
             # Pass B with --window whole: ncu records from the start; the script's calls must not
             # stop it, so they are ignored and the window is a no-op.

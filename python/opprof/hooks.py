@@ -1,4 +1,8 @@
-"""Module ranges: a torch.profiler range "nn.Module: <path>" around every nn.Module forward call.
+"""Module ranges: a range "nn.Module: <path>" around every nn.Module forward call.
+
+Where the range goes is the emitter's choice: RecordFunctionEmitter (default) opens a torch.profiler
+record_function range (torch backend); NvtxEmitter pushes an NVTX range (tracer backend, where
+torch.profiler is not running and the opprof tracer records NVTX instead).
 
 The C++ engine attributes kernels to modules through these ranges (contract: the range text is
 "nn.Module: " followed by the module's dotted path from the root model's named_modules(), and the root's
@@ -135,6 +139,54 @@ def _find_in_tree(parent: Any, module: Any) -> str | None:
     return None
 
 
+class RecordFunctionEmitter:
+    """Ranges as torch.profiler record_function ranges (what torch.profiler records)."""
+
+    def enter(self, text: str) -> Any:
+        import torch
+
+        record = torch.autograd.profiler.record_function(text)
+        record.__enter__()
+        return record
+
+    def exit(self, token: Any) -> None:
+        token.__exit__(None, None, None)
+
+
+class NvtxEmitter:
+    """Ranges as NVTX push/pop on the calling thread (what the opprof tracer records).
+
+    Without a CUDA build of torch, torch.cuda.nvtx raises on every call; the emitter then does nothing
+    (there is no tracer to record the ranges either), so the same hooks run on CPU-only machines.
+    """
+
+    def __init__(self) -> None:
+        self._push: Any = None
+        self._pop: Any = None
+        try:
+            import torch
+
+            nvtx = torch.cuda.nvtx
+            nvtx.range_push("opprof nvtx probe")
+            nvtx.range_pop()
+            self._push, self._pop = nvtx.range_push, nvtx.range_pop
+        except Exception:  # RuntimeError from torch's NVTX stub on CPU-only builds
+            pass
+
+    @property
+    def active(self) -> bool:
+        return self._push is not None
+
+    def enter(self, text: str) -> Any:
+        if self._push is not None:
+            self._push(text)
+        return None
+
+    def exit(self, token: Any) -> None:
+        if self._pop is not None:
+            self._pop()
+
+
 _active_lock = threading.Lock()
 _active: "ModuleRangeHooks | None" = None
 
@@ -143,14 +195,16 @@ class ModuleRangeHooks:
     """Installs the global hooks that emit the module ranges; use as a context manager or
     install()/uninstall(). Only one instance can be installed at a time (two would double every range)."""
 
-    def __init__(self, root: Any = None):
+    def __init__(self, root: Any = None, emitter: Any = None):
         self.resolver = ModulePathResolver(root)
+        # enter(text) -> token, exit(token); ranges nest per thread in call order, which NVTX requires.
+        self.emitter = emitter if emitter is not None else RecordFunctionEmitter()
         self._handles: list[Any] = []
         self._local = threading.local()
         self._warned_exit_failure = False
         self.ranges_opened = 0
 
-    # -- per-thread stack of open ranges: [(module, record_function object)] ----------------------
+    # -- per-thread stack of open ranges: [(module, emitter token)] --------------------------------
     def _stack(self) -> list[tuple[Any, Any]]:
         stack = getattr(self._local, "stack", None)
         if stack is None:
@@ -161,13 +215,10 @@ class ModuleRangeHooks:
     def _pre_hook(self, module: Any, args: Any) -> None:
         if _is_compiling() or _is_jit_tracing():
             return None
-        import torch
-
         stack = self._stack()
         path = self.resolver.resolve(module, [m for m, _ in stack])
-        record = torch.autograd.profiler.record_function(self.resolver.range_name(module, path))
-        record.__enter__()
-        stack.append((module, record))
+        token = self.emitter.enter(self.resolver.range_name(module, path))
+        stack.append((module, token))
         self.ranges_opened += 1
         return None
 
@@ -185,9 +236,9 @@ class ModuleRangeHooks:
                 break
         return None
 
-    def _exit(self, record: Any) -> None:
+    def _exit(self, token: Any) -> None:
         try:
-            record.__exit__(None, None, None)
+            self.emitter.exit(token)
         except Exception as exc:  # never break the user's forward because a range failed to close
             if not self._warned_exit_failure:
                 self._warned_exit_failure = True
@@ -238,6 +289,6 @@ class ModuleRangeHooks:
         self.uninstall()
 
 
-def module_ranges(root: Any = None) -> ModuleRangeHooks:
-    """Context manager: ``with opprof.hooks.module_ranges(model): ...`` (root optional)."""
-    return ModuleRangeHooks(root)
+def module_ranges(root: Any = None, emitter: Any = None) -> ModuleRangeHooks:
+    """Context manager: ``with opprof.hooks.module_ranges(model): ...`` (root and emitter optional)."""
+    return ModuleRangeHooks(root, emitter)

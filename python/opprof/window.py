@@ -127,6 +127,48 @@ class CudaProfilerBackend(Backend):
         self._check_error(self._cudart().cudaProfilerStop())
 
 
+class TracerBackend(CudaProfilerBackend):
+    """The window of the opprof tracer (libopprof_tracer.so injected through CUDA_INJECTION64_PATH and
+    NVTX_INJECTION64_PATH): cudaProfilerStart/Stop, which the tracer records as the window's edges, and
+    torch.autograd.profiler.emit_nvtx() entered for exactly the window's duration, so that operator ranges
+    cover the measured iterations only. No torch.profiler: it cannot share the process with the tracer's
+    CUPTI subscriber.
+
+    emit_factory is injectable for tests; it returns a context manager (emit_nvtx() by default).
+    """
+
+    name = "opprof tracer (cudaProfilerStart/Stop + emit_nvtx)"
+
+    def __init__(self, cudart: Callable[[], Any] | None = None, check_error: Callable[[Any], None] | None = None,
+                 emit_factory: Callable[[], Any] | None = None):
+        super().__init__(cudart, check_error)
+        if emit_factory is None:
+            import torch
+
+            emit_factory = lambda: torch.autograd.profiler.emit_nvtx()  # noqa: E731 - record_shapes off: cheaper
+        self._emit_factory = emit_factory
+        self._emit: Any = None
+
+    def start(self) -> None:
+        super().start()
+        emit = self._emit_factory()
+        emit.__enter__()
+        self._emit = emit
+
+    def stop(self) -> None:
+        emit, self._emit = self._emit, None
+        try:
+            if emit is not None:
+                emit.__exit__(None, None, None)
+        finally:
+            super().stop()
+
+    def discard(self) -> None:
+        emit, self._emit = self._emit, None
+        if emit is not None:
+            emit.__exit__(None, None, None)
+
+
 class CaptureWindow:
     """One window: opens once, closes once; synchronizes the device before each edge so the window
     holds exactly the kernels launched inside it."""

@@ -301,6 +301,126 @@ TEST(TracerLog, GraphReplayedKernelsGetStreamRangesFromTheirCaptureStack) {
   EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "1");
 }
 
+// The H200 run: instantiation reported a GRAPHNODE_CREATED of its own (empty stack, made outside any
+// range) for the node it then reported as a clone. The empty stack must not hide the captured one.
+TEST(TracerLog, EmptyStackOfAnInstantiatedNodeDoesNotHideTheCapturedOne) {
+  LogBuilder b(9);
+  b.string(1, "_Z5scalePffi").string(2, "graph_capture").string(3, "captured_block");
+  const StackEntry stack[] = {{2, 0}, {3, 0}};
+  b.add(RecordType::kGraphNode, GraphNodeRecord{100, 50, 3, 1, 1, 2, 0}, stack, sizeof stack);
+  b.add(RecordType::kGraphNode, GraphNodeRecord{200, 60, 3, 2, 1, 0, 0});  // the exec's node, no ranges open
+  b.add(RecordType::kGraphNodeClone, GraphNodeCloneRecord{200, 100, 2, 1});
+  // The same id reported again without a stack must not erase the first record's.
+  b.add(RecordType::kGraphNode, GraphNodeRecord{100, 70, 3, 1, 1, 0, 0});
+  KernelRecord replayed = kernel(1, 1000, 1100, 40, 13);
+  replayed.graph_id = 2;
+  replayed.graph_node_id = 200;
+  b.add(RecordType::kKernel, replayed);
+  KernelRecord original = kernel(1, 1200, 1300, 41, 13);
+  original.graph_id = 1;
+  original.graph_node_id = 100;
+  b.add(RecordType::kKernel, original);
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  EXPECT_EQ(tl.metadata.at("graph.activities"), "2");
+  EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "2");
+  EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "2");
+  EXPECT_EQ(tl.ranges.size(), 4u);
+}
+
+CaptureLaunchRecord capture_launch(std::uint64_t node, std::uint64_t capture, std::uint64_t ts, std::uint32_t graph,
+                                   std::uint32_t name_sid, std::uint32_t depth) {
+  CaptureLaunchRecord c{};
+  c.node_id = node;
+  c.capture_id = capture;
+  c.ts_ns = ts;
+  c.tid = 3;
+  c.correlation_id = static_cast<std::uint32_t>(ts);
+  c.graph_id = graph;
+  c.name_sid = name_sid;
+  c.cbid = 211;
+  c.domain = kApiDomainRuntime;
+  c.depth = depth;
+  return c;
+}
+
+TEST(TracerLog, CaptureLaunchRecordsGiveNodeStacksWithoutResourceCallbacks) {
+  LogBuilder b(9);
+  b.string(1, "_Z5scalePffi").string(2, "graph_capture").string(3, "nn.Module: block");
+  const StackEntry stack[] = {{2, 0}, {3, 0}};
+  b.add(RecordType::kCaptureLaunch, capture_launch(100, 7, 50, 1, 1, 2), stack, sizeof stack);
+  b.add(RecordType::kGraphNodeClone, GraphNodeCloneRecord{200, 100, 2, 1});
+  KernelRecord replayed = kernel(1, 1000, 1100, 40, 13);
+  replayed.graph_id = 2;
+  replayed.graph_node_id = 200;
+  b.add(RecordType::kKernel, replayed);
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "1");
+  EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "1");
+  EXPECT_EQ(tl.metadata.at("tracer.format_version"), "1.1");
+  EXPECT_NE(find_range(tl, "block", RangeScope::kStream), kNoIndex);
+}
+
+// Every id route fails (kernel node ids unknown to the log): the k-th replayed kernel of a name takes the
+// stack of the capture's k-th launch of that name, per graph launch.
+TEST(TracerLog, ReplayedKernelsFallBackToCaptureLaunchOrder) {
+  LogBuilder b(9);
+  b.string(1, "_Z5scalePffi").string(2, "_Z4add1Pf").string(3, "first_scale").string(4, "the_add")
+      .string(5, "second_scale").string(6, "other_capture");
+  const StackEntry s1[] = {{3, 0}};
+  const StackEntry s2[] = {{4, 0}};
+  const StackEntry s3[] = {{5, 0}};
+  const StackEntry s4[] = {{6, 0}};
+  // Capture 7 (graph 1): scale, add, scale. Node ids are 0: the driver could not be asked.
+  b.add(RecordType::kCaptureLaunch, capture_launch(0, 7, 50, 1, 1, 1), s1, sizeof s1);
+  b.add(RecordType::kCaptureLaunch, capture_launch(0, 7, 51, 1, 2, 1), s2, sizeof s2);
+  b.add(RecordType::kCaptureLaunch, capture_launch(0, 7, 52, 1, 1, 1), s3, sizeof s3);
+  // Another capture with other kernels only: never a match for these replays.
+  b.add(RecordType::kCaptureLaunch, capture_launch(0, 8, 60, 5, 2, 1), s4, sizeof s4);
+  b.add(RecordType::kGraphExec, GraphExecRecord{9, 1});
+  // Two replays of graph 1 under exec ids the capture never saw (graph id 3 → clone of 1).
+  b.add(RecordType::kGraphNodeClone, GraphNodeCloneRecord{500, 400, 3, 1});
+  std::uint32_t corr = 90;
+  for (std::uint64_t t0 : {1000u, 2000u}) {
+    // Records arrive out of start order: the reader orders each replay by start time.
+    KernelRecord add = kernel(2, t0 + 20, t0 + 30, corr, 13);
+    KernelRecord scale_a = kernel(1, t0, t0 + 10, corr, 13);
+    KernelRecord scale_b = kernel(1, t0 + 40, t0 + 50, corr, 13);
+    for (KernelRecord* r : {&add, &scale_a, &scale_b}) {
+      r->graph_id = 3;
+      r->graph_node_id = 12345;  // an id in no record
+      b.add(RecordType::kKernel, *r);
+    }
+    ++corr;
+  }
+  // A replay with no graph id that leads anywhere: chosen by its kernel names.
+  KernelRecord lone = kernel(2, 3000, 3010, 99, 13);
+  lone.graph_id = 77;
+  lone.graph_node_id = 54321;
+  b.add(RecordType::kKernel, lone);
+
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  EXPECT_EQ(tl.metadata.at("graph.activities"), "7");
+  EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "7");
+  EXPECT_EQ(tl.metadata.at("graph.resolved_by_launch_order"), "7");
+  EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "0");
+  auto range_over = [&](std::int64_t start) -> std::string {
+    for (std::size_t i = 0; i < tl.ranges.size(); ++i)
+      if (tl.ranges.scope[i] == RangeScope::kStream && tl.ranges.start_ns[i] == start)
+        return std::string(tl.str(tl.ranges.text[i]));
+    return "";
+  };
+  for (std::int64_t t0 : {1000, 2000}) {
+    EXPECT_EQ(range_over(t0), "first_scale");
+    EXPECT_EQ(range_over(t0 + 20), "the_add");
+    EXPECT_EQ(range_over(t0 + 40), "second_scale");
+  }
+  // Both captures have an add; the lone replay comes after both began, so the latest one is taken.
+  EXPECT_EQ(range_over(3000), "other_capture");
+}
+
 TEST(TracerLog, WindowOnlyLogsIgnorePopsOfRangesPushedBeforeTheWindow) {
   LogBuilder b(1, kFlagWindowOnly);
   b.string(1, "inside");

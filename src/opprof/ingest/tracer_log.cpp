@@ -106,8 +106,21 @@ struct Parsed {
   std::vector<NvtxEvent> nvtx;
   std::uint64_t marks = 0;
   std::vector<WindowEvent> windows;
+  // Capture-time stacks by graph node id. Several records may name one node (its GRAPHNODE_CREATED, a
+  // CREATED of the same id during instantiation outside any range, a CaptureLaunch record): a non-empty
+  // stack is never replaced by an empty one, and a CaptureLaunch stack (taken at the launch itself) wins.
   std::unordered_map<std::uint64_t, std::vector<StackEntry>> node_stacks;
   std::unordered_map<std::uint64_t, std::uint64_t> clone_of;
+  std::unordered_map<std::uint32_t, std::uint32_t> graph_clone_of;  // cloned graph id -> original graph id
+  std::unordered_map<std::uint32_t, std::uint32_t> exec_graph;      // exec id -> graph it was instantiated from
+  struct CaptureLaunch {
+    std::uint64_t capture_id;
+    std::uint64_t ts;
+    std::uint32_t graph_id;
+    std::uint32_t name_sid;
+    std::vector<StackEntry> stack;
+  };
+  std::vector<CaptureLaunch> capture_launches;
   std::vector<DeviceRecord> devices;
   std::uint64_t cupti_dropped = 0;
   std::uint64_t pool_exhausted = 0;
@@ -261,15 +274,35 @@ Parsed parse(const std::string& path, const MappedFile& file) {
           throw InputError(path, fmt::format("corrupt graph node record: stack depth {}", g.depth), at_byte(pos));
         std::vector<StackEntry> stack(g.depth);
         if (g.depth != 0) std::memcpy(stack.data(), payload + sizeof g, g.depth * sizeof(StackEntry));
-        p.node_stacks[g.node_id] = std::move(stack);
+        auto [it, inserted] = p.node_stacks.try_emplace(g.node_id, std::move(stack));
+        if (!inserted && it->second.empty() && g.depth != 0) {
+          it->second.resize(g.depth);
+          std::memcpy(it->second.data(), payload + sizeof g, g.depth * sizeof(StackEntry));
+        }
         break;
       }
       case RecordType::kGraphNodeClone: {
         auto c = fixed_part<GraphNodeCloneRecord>(path, payload, n, pos);
         if (c.node_id != c.original_node_id) p.clone_of[c.node_id] = c.original_node_id;
+        if (c.graph_id != 0 && c.original_graph_id != 0 && c.graph_id != c.original_graph_id)
+          p.graph_clone_of[c.graph_id] = c.original_graph_id;
         break;
       }
-      case RecordType::kGraphExec: fixed_part<GraphExecRecord>(path, payload, n, pos); break;
+      case RecordType::kGraphExec: {
+        auto e = fixed_part<GraphExecRecord>(path, payload, n, pos);
+        if (e.exec_id != 0 && e.graph_id != 0) p.exec_graph[e.exec_id] = e.graph_id;
+        break;
+      }
+      case RecordType::kCaptureLaunch: {
+        auto c = fixed_part<CaptureLaunchRecord>(path, payload, n, pos);
+        if (c.depth > kMaxStackDepth || c.depth * sizeof(StackEntry) > n - sizeof c)
+          throw InputError(path, fmt::format("corrupt capture launch record: stack depth {}", c.depth), at_byte(pos));
+        std::vector<StackEntry> stack(c.depth);
+        if (c.depth != 0) std::memcpy(stack.data(), payload + sizeof c, c.depth * sizeof(StackEntry));
+        if (c.node_id != 0 && !stack.empty()) p.node_stacks[c.node_id] = stack;
+        p.capture_launches.push_back(Parsed::CaptureLaunch{c.capture_id, c.ts_ns, c.graph_id, c.name_sid, std::move(stack)});
+        break;
+      }
       case RecordType::kDevice: p.devices.push_back(fixed_part<DeviceRecord>(path, payload, n, pos)); break;
       case RecordType::kThreadName:
       case RecordType::kCategoryName: break;
@@ -334,6 +367,7 @@ class Builder {
     tl_.metadata["tracer.window_only"] = (p_.header.flags & kFlagWindowOnly) != 0 ? "1" : "0";
     devices();
     activities();
+    graph_stacks();
     launches();
     nvtx_ranges();
     windows();
@@ -359,14 +393,19 @@ class Builder {
       tl_.metadata[key + "name"] = std::string(text(d.name_sid));
       tl_.metadata[key + "num_sms"] = std::to_string(d.sm_count);
       tl_.metadata[key + "cc"] = fmt::format("{}.{}", d.cc_major, d.cc_minor);
+      // The keys the Kineto reader uses, so chip lookup reads every source alike.
+      tl_.metadata[key + "compute_major"] = std::to_string(d.cc_major);
+      tl_.metadata[key + "compute_minor"] = std::to_string(d.cc_minor);
       tl_.metadata[key + "memory_bytes"] = std::to_string(d.global_memory_bytes);
     }
   }
 
   // The NVTX stack its graph node had at capture, following clones back to the captured node.
+  // A node created while instantiating (outside any range) may carry an empty stack of its own while the
+  // node it was cloned from has the capture's: an empty stack does not end the walk.
   const std::vector<StackEntry>* capture_stack(std::uint64_t node) const {
     for (int hop = 0; hop < 64 && node != 0; ++hop) {
-      if (auto it = p_.node_stacks.find(node); it != p_.node_stacks.end()) return &it->second;
+      if (auto it = p_.node_stacks.find(node); it != p_.node_stacks.end() && !it->second.empty()) return &it->second;
       auto c = p_.clone_of.find(node);
       if (c == p_.clone_of.end()) return nullptr;
       node = c->second;
@@ -374,13 +413,166 @@ class Builder {
     return nullptr;
   }
 
-  void project_graph_stack(std::size_t row) {
+  static bool graph_launched(const KernelTable& k, std::size_t row) {
+    return k.graph_node[row] != 0 || (k.graph_id[row] != 0 && k.graph_id[row] != kNoGraph);
+  }
+
+  // The graph a replayed kernel's graph id stands for, through graph clones and exec → graph, until one
+  // that a capture recorded.
+  bool capture_graph_known(std::uint32_t graph, const std::unordered_map<std::uint32_t, std::size_t>& by_graph,
+                           std::size_t* capture) const {
+    for (int hop = 0; hop < 64 && graph != 0; ++hop) {
+      if (auto it = by_graph.find(graph); it != by_graph.end()) {
+        *capture = it->second;
+        return true;
+      }
+      if (auto c = p_.graph_clone_of.find(graph); c != p_.graph_clone_of.end()) {
+        graph = c->second;
+      } else if (auto e = p_.exec_graph.find(graph); e != p_.exec_graph.end() && e->second != graph) {
+        graph = e->second;
+      } else {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  // Capture-time stacks for graph-launched activity, by two independent routes:
+  //  1. node ids: the activity's graph node, through clones, to a node a GraphNode or CaptureLaunch record
+  //     gave a stack;
+  //  2. launch order, for kernels no id route reached: the kernels of one graph launch (one correlation
+  //     id) are matched to the launches of the capture that made the graph, the k-th replayed kernel of a
+  //     name to the k-th captured launch of that name. The capture is the one whose graph id leads to the
+  //     kernel's, else the latest capture before the replay whose kernel names cover the replay's.
+  void graph_stacks() {
     KernelTable& k = tl_.kernels;
-    if (k.graph_node[row] == 0) return;
-    ++graph_activities_;
-    const std::vector<StackEntry>* stack = capture_stack(k.graph_node[row]);
-    if (stack == nullptr || stack->empty()) return;
-    ++graph_activities_with_stack_;
+    std::vector<const std::vector<StackEntry>*> stacks(k.size(), nullptr);
+    std::vector<std::size_t> unresolved;
+    for (std::size_t row = 0; row < k.size(); ++row) {
+      if (!graph_launched(k, row)) continue;
+      ++graph_activities_;
+      stacks[row] = capture_stack(k.graph_node[row]);
+      if (stacks[row] != nullptr) {
+        ++graph_by_node_id_;
+      } else if (k.kind[row] == ActivityKind::kKernel) {
+        unresolved.push_back(row);
+      }
+    }
+    if (!unresolved.empty() && !p_.capture_launches.empty()) match_by_launch_order(unresolved, stacks);
+    for (std::size_t row = 0; row < k.size(); ++row) {
+      if (stacks[row] == nullptr || stacks[row]->empty()) continue;
+      ++graph_activities_with_stack_;
+      project_stack(row, stacks[row]);
+    }
+  }
+
+  struct Capture {
+    std::uint64_t id = 0;
+    std::int64_t first_ts = 0;
+    std::uint32_t graph_id = 0;
+    std::vector<std::size_t> launches;  // indices into p_.capture_launches, in launch order
+  };
+
+  const std::string& demangled_sid(std::uint32_t sid) {
+    auto it = demangled_by_sid_.find(sid);
+    if (it == demangled_by_sid_.end()) it = demangled_by_sid_.emplace(sid, demangle(text(sid))).first;
+    return it->second;
+  }
+
+  void match_by_launch_order(const std::vector<std::size_t>& unresolved,
+                             std::vector<const std::vector<StackEntry>*>& stacks) {
+    KernelTable& k = tl_.kernels;
+    // Captures in the order they began; a capture's launches in the order they were made.
+    std::vector<Capture> captures;
+    std::unordered_map<std::uint64_t, std::size_t> capture_index;
+    std::vector<std::size_t> order(p_.capture_launches.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return p_.capture_launches[a].ts < p_.capture_launches[b].ts;
+    });
+    for (std::size_t i : order) {
+      const Parsed::CaptureLaunch& c = p_.capture_launches[i];
+      if (c.name_sid == 0) continue;  // copies and fills: no kernel record to match by name
+      auto [it, fresh] = capture_index.try_emplace(c.capture_id, captures.size());
+      if (fresh) captures.push_back(Capture{c.capture_id, static_cast<std::int64_t>(c.ts), c.graph_id, {}});
+      Capture& cap = captures[it->second];
+      if (cap.graph_id == 0) cap.graph_id = c.graph_id;
+      cap.launches.push_back(i);
+    }
+    if (captures.empty()) return;
+    std::unordered_map<std::uint32_t, std::size_t> by_graph;
+    for (std::size_t i = 0; i < captures.size(); ++i)
+      if (captures[i].graph_id != 0) by_graph[captures[i].graph_id] = i;  // a re-capture replaces the graph's
+
+    // The replays: graph-launched kernels grouped by the correlation id of their graph launch. A group
+    // with any unresolved kernel is matched whole, so positions count every kernel of the replay.
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> replays;
+    std::vector<std::uint64_t> replay_order;
+    std::unordered_map<std::uint64_t, bool> needs_match;
+    for (std::size_t row : unresolved) needs_match[k.correlation[row]] = true;
+    for (std::size_t row = 0; row < k.size(); ++row) {
+      if (!graph_launched(k, row) || k.kind[row] != ActivityKind::kKernel) continue;
+      if (!needs_match.count(k.correlation[row])) continue;
+      auto [it, fresh] = replays.try_emplace(k.correlation[row]);
+      if (fresh) replay_order.push_back(k.correlation[row]);
+      it->second.push_back(row);
+    }
+    for (std::uint64_t corr : replay_order) {
+      std::vector<std::size_t>& rows = replays[corr];
+      std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return k.start_ns[a] < k.start_ns[b]; });
+      const Capture* cap = pick_capture(rows, captures, by_graph);
+      if (cap == nullptr) continue;
+      // Per name, the capture's launches in order; each replayed kernel takes the next one of its name.
+      std::unordered_map<std::string_view, std::vector<std::size_t>> by_name;
+      for (std::size_t i : cap->launches) by_name[demangled_sid(p_.capture_launches[i].name_sid)].push_back(i);
+      std::unordered_map<std::string_view, std::size_t> taken;
+      for (std::size_t row : rows) {
+        const std::string_view name = tl_.str(k.name[row]);
+        auto it = by_name.find(name);
+        if (it == by_name.end()) continue;
+        std::size_t& next = taken[name];
+        if (next >= it->second.size()) continue;
+        const std::size_t launch = it->second[next++];
+        if (stacks[row] == nullptr && !p_.capture_launches[launch].stack.empty()) {
+          stacks[row] = &p_.capture_launches[launch].stack;
+          ++graph_by_launch_order_;
+        }
+      }
+    }
+  }
+
+  const Capture* pick_capture(const std::vector<std::size_t>& rows, const std::vector<Capture>& captures,
+                              const std::unordered_map<std::uint32_t, std::size_t>& by_graph) {
+    const KernelTable& k = tl_.kernels;
+    std::size_t index = 0;
+    for (std::size_t row : rows)
+      if (capture_graph_known(static_cast<std::uint32_t>(k.graph_id[row]), by_graph, &index)) return &captures[index];
+    // No id leads to a capture: the latest capture made before the replay whose kernel names cover it.
+    std::unordered_map<std::string_view, std::size_t> need;
+    for (std::size_t row : rows) ++need[tl_.str(k.name[row])];
+    const Capture* best = nullptr;
+    const Capture* best_any_time = nullptr;
+    for (const Capture& cap : captures) {
+      std::unordered_map<std::string_view, std::size_t> have;
+      for (std::size_t i : cap.launches) ++have[demangled_sid(p_.capture_launches[i].name_sid)];
+      bool covers = true;
+      for (const auto& [name, count] : need) {
+        auto it = have.find(name);
+        if (it == have.end() || it->second < count) {
+          covers = false;
+          break;
+        }
+      }
+      if (!covers) continue;
+      best_any_time = &cap;
+      if (cap.first_ts <= k.start_ns[rows.front()]) best = &cap;
+    }
+    return best != nullptr ? best : best_any_time;
+  }
+
+  // One stream range per entry of the capture-time stack, covering exactly the activity in `row`.
+  void project_stack(std::size_t row, const std::vector<StackEntry>* stack) {
+    KernelTable& k = tl_.kernels;
     for (std::size_t i = 0; i < stack->size(); ++i) {
       std::string_view kept;
       const RangeKind kind = classify_nvtx_range(text((*stack)[i].text_sid), &kept);
@@ -412,7 +604,6 @@ class Builder {
       k.graph_node[i] = r.graph_node_id;
       k.registers_per_thread[i] = r.registers_per_thread;
       k.shared_mem_bytes[i] = r.static_shared_bytes + r.dynamic_shared_bytes;
-      project_graph_stack(i);
     }
     for (const MemcpyRecord& r : p_.memcpys) {
       const std::size_t i = k.add(ActivityKind::kMemcpy, tl_.strings.intern(memcpy_name(r.copy_kind)), r.device_id,
@@ -423,7 +614,6 @@ class Builder {
       k.graph_id[i] = r.graph_id;
       k.graph_node[i] = r.graph_node_id;
       k.bytes[i] = r.bytes;
-      project_graph_stack(i);
     }
     for (const MemsetRecord& r : p_.memsets) {
       const std::size_t i = k.add(ActivityKind::kMemset, tl_.strings.intern("Memset"), r.device_id, r.stream_id,
@@ -434,7 +624,6 @@ class Builder {
       k.graph_id[i] = r.graph_id;
       k.graph_node[i] = r.graph_node_id;
       k.bytes[i] = r.bytes;
-      project_graph_stack(i);
     }
   }
 
@@ -569,6 +758,9 @@ class Builder {
     auto& m = tl_.metadata;
     m["graph.activities"] = std::to_string(graph_activities_);
     m["graph.activities_with_capture_stack"] = std::to_string(graph_activities_with_stack_);
+    m["graph.resolved_by_node_id"] = std::to_string(graph_by_node_id_);
+    m["graph.resolved_by_launch_order"] = std::to_string(graph_by_launch_order_);
+    m["graph.capture_launches"] = std::to_string(p_.capture_launches.size());
     m["nvtx.marks"] = std::to_string(p_.marks);
     if (unclosed_ != 0) {
       m["warning.unclosed_ranges"] =
@@ -601,6 +793,9 @@ class Builder {
   std::uint64_t unmatched_pops_ = 0;
   std::uint64_t graph_activities_ = 0;
   std::uint64_t graph_activities_with_stack_ = 0;
+  std::uint64_t graph_by_node_id_ = 0;
+  std::uint64_t graph_by_launch_order_ = 0;
+  std::unordered_map<std::uint32_t, std::string> demangled_by_sid_;
 };
 
 }  // namespace

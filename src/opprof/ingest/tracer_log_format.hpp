@@ -28,7 +28,7 @@ inline constexpr char kMagic[8] = {'O', 'P', 'P', 'R', 'O', 'F', 'T', 'R'};
 // A reader refuses a newer major version (the meaning of records changed) and accepts any minor version
 // of its major (minor versions only add record types or append fields to payloads).
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 0;
+inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: kCaptureLaunch
 
 // FileHeader::flags
 inline constexpr std::uint32_t kFlagWindowOnly = 1u << 0;  // OPPROF_TRACE_WINDOW=1: activity outside windows dropped
@@ -85,6 +85,7 @@ enum class RecordType : std::uint16_t {
   kCategoryName = 19,   // CategoryNameRecord
   kDropped = 20,        // DroppedRecord
   kTrailer = 21,        // TrailerRecord: written once at a clean exit
+  kCaptureLaunch = 22,  // CaptureLaunchRecord + depth x StackEntry (outermost first); since 1.1
 };
 
 // String ids are dense from 1; 0 is "no string" (the default NVTX domain, an unnamed kernel).
@@ -256,6 +257,30 @@ struct GraphNodeCloneRecord {
   std::uint32_t original_graph_id;
 };
 static_assert(sizeof(GraphNodeCloneRecord) == 24);
+
+// One launch (kernel, copy, fill) made into a stream that was being captured into a CUDA graph, written at
+// the exit of the launch API call, with the NVTX stack open on the launching thread. Independent of the
+// resource callbacks: node_id comes from the capture's dependency set right after the launch
+// (cuStreamGetCaptureInfo), and when no id route holds, the reader matches a replay's k-th kernel of a name
+// to the capture's k-th launch of that name.
+struct CaptureLaunchRecord {
+  std::uint64_t node_id;     // the node the launch added (cuptiGetGraphNodeId); 0 when it could not be told
+  std::uint64_t capture_id;  // cuStreamGetCaptureInfo's id; kSyntheticCaptureBit set when made up per thread
+  std::uint64_t ts_ns;
+  std::uint64_t tid;
+  std::uint32_t correlation_id;
+  std::uint32_t graph_id;  // the graph being captured into (cuptiGetGraphId); 0 when unknown
+  std::uint32_t name_sid;  // kernel name as the launch callback gives it (mangled); 0 for copies and fills
+  std::uint32_t cbid;
+  std::uint8_t domain;     // kApiDomainRuntime / kApiDomainDriver
+  std::uint8_t reserved0;
+  std::uint16_t reserved1;
+  std::uint32_t depth;     // StackEntry items following this struct
+};
+static_assert(sizeof(CaptureLaunchRecord) == 56);
+// CaptureLaunchRecord::capture_id of a capture the driver could not be asked about: the tracer numbers
+// the BeginCapture..EndCapture spans of each thread itself.
+inline constexpr std::uint64_t kSyntheticCaptureBit = 1ull << 63;
 
 struct GraphExecRecord {
   std::uint32_t exec_id;   // cuptiGetGraphExecId
