@@ -61,3 +61,17 @@ TEST(IntervalIndex, MatchesBruteForceOnRandomIntervals) {
     }
   }
 }
+
+TEST(IntervalIndex, IdenticalBoundsNestByInsertionOrder) {
+  // A tracer projects a captured range stack onto a replayed kernel: every range has the kernel's bounds.
+  IntervalIndex idx;
+  idx.add(100, 200, 5);  // outermost, added first
+  idx.add(100, 200, 6);
+  idx.add(100, 200, 7);  // innermost
+  idx.build();
+  EXPECT_EQ(idx.innermost(150, 150)->id, 7u);
+  EXPECT_EQ(idx.outermost(150, 150)->id, 5u);
+  auto both = idx.innermost_and_outermost(100, 200);
+  EXPECT_EQ(both.inner->id, 7u);
+  EXPECT_EQ(both.outer->id, 5u);
+}

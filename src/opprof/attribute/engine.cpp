@@ -147,6 +147,15 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
         a.opaque[i] = 1;
         a.opaque_backend[i] = b->second;
       });
+    } else if (const auto ann = th->annotations.innermost_and_outermost(t, t); ann.inner) {
+      // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,
+      // a library's markers) name the work instead.
+      a.path[i] = AttributionPath::kCorrelation;
+      a.confidence[i] = 0.9f;
+      a.op_range[i] = ann.inner->id;
+      a.op[i] = r.text[ann.inner->id];
+      a.top_op[i] = r.text[ann.outer->id];
+      if (on_path) (*on_path)[ann.inner->id] = 1;
     } else {
       a.reason[i] = reason_outside;
     }
@@ -192,10 +201,13 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     s.regions.build();
   }
 
-  // Path 2: enclosure, for kernels correlation left without an operator or a module.
+  // Path 2: enclosure, for kernels correlation left without an operator or a module, and for kernels a
+  // CUDA graph replayed: correlation leads those to the graph launch, while the ranges a tracer put on
+  // their stream from the moment their node was captured name the operator that made them.
   for (std::size_t i = 0; i < n; ++i) {
-    bool need_op = a.path[i] == AttributionPath::kNone;
-    bool need_module = a.module[i] == kNoString;
+    const bool replayed = k.graph_id[i] != kNoGraph;
+    bool need_op = a.path[i] == AttributionPath::kNone || replayed;
+    bool need_module = a.module[i] == kNoString || replayed;
     if (!need_op && !need_module) continue;
     auto st = streams.find(stream_key(k.device[i], k.stream[i]));
     if (st == streams.end()) continue;
@@ -209,6 +221,8 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
         a.op[i] = r.text[op->id];
         a.top_op[i] = r.text[st->second.ops.outermost(s0, s1)->id];
         a.reason[i] = kNoString;
+      } else if (a.path[i] != AttributionPath::kNone) {
+        // A replayed kernel without capture-time ranges keeps what correlation found.
       } else if (const auto* region = st->second.regions.innermost(s0, s1)) {
         // Only the compiled region encloses it: right about where it ran, vague about what it was.
         a.path[i] = AttributionPath::kEnclosure;

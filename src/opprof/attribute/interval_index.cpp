@@ -4,9 +4,22 @@
 #include <limits>
 
 namespace opprof {
+namespace {
+// Whether a lies inside b among intervals that both contain a point: a later start, an earlier end, and
+// for identical bounds the later id (sources add an outer range before the ranges nested in it).
+bool inner_than(const IntervalIndex::Interval& a, const IntervalIndex::Interval& b) {
+  if (a.start != b.start) return a.start > b.start;
+  if (a.end != b.end) return a.end < b.end;
+  return a.id > b.id;
+}
+}  // namespace
 
 void IntervalIndex::build() {
-  auto before = [](const Interval& a, const Interval& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; };
+  auto before = [](const Interval& a, const Interval& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;
+    return a.id < b.id;
+  };
   // Traces list a thread's ranges mostly in start order already: check before paying for a sort.
   if (!std::is_sorted(items_.begin(), items_.end(), before)) std::sort(items_.begin(), items_.end(), before);
   const auto n = static_cast<std::int64_t>(items_.size());
@@ -39,8 +52,8 @@ void IntervalIndex::build() {
 IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, std::int64_t hi) const {
   Bounds b;
   for_each_containing(lo, hi, [&](const Interval& iv) {
-    if (!b.inner || iv.start > b.inner->start || (iv.start == b.inner->start && iv.end < b.inner->end)) b.inner = &iv;
-    if (!b.outer || iv.start < b.outer->start || (iv.start == b.outer->start && iv.end > b.outer->end)) b.outer = &iv;
+    if (!b.inner || inner_than(iv, *b.inner)) b.inner = &iv;
+    if (!b.outer || inner_than(*b.outer, iv)) b.outer = &iv;
   });
   return b;
 }
@@ -48,7 +61,7 @@ IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, st
 const IntervalIndex::Interval* IntervalIndex::innermost(std::int64_t lo, std::int64_t hi) const {
   const Interval* best = nullptr;
   for_each_containing(lo, hi, [&](const Interval& iv) {
-    if (!best || iv.start > best->start || (iv.start == best->start && iv.end < best->end)) best = &iv;
+    if (!best || inner_than(iv, *best)) best = &iv;
   });
   return best;
 }
@@ -56,7 +69,7 @@ const IntervalIndex::Interval* IntervalIndex::innermost(std::int64_t lo, std::in
 const IntervalIndex::Interval* IntervalIndex::outermost(std::int64_t lo, std::int64_t hi) const {
   const Interval* best = nullptr;
   for_each_containing(lo, hi, [&](const Interval& iv) {
-    if (!best || iv.start < best->start || (iv.start == best->start && iv.end > best->end)) best = &iv;
+    if (!best || inner_than(*best, iv)) best = &iv;
   });
   return best;
 }

@@ -27,8 +27,9 @@ class IntervalIndex {
   template <typename F>
   void for_each_containing(std::int64_t lo, std::int64_t hi, F&& f) const;
 
-  // The innermost interval containing [lo, hi]: the latest start, and among equal starts the earliest
-  // end. Returns nullptr when none does.
+  // The innermost interval containing [lo, hi]: the latest start, among equal starts the earliest end,
+  // and among identical bounds the larger id (sources add an outer range before those nested in it).
+  // Returns nullptr when none does.
   const Interval* innermost(std::int64_t lo, std::int64_t hi) const;
   // The outermost: the earliest start, and among equal starts the latest end.
   const Interval* outermost(std::int64_t lo, std::int64_t hi) const;

@@ -11,6 +11,9 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
     switch (r.kind[i]) {
       case RangeKind::kOperator: out.threads[{r.pid[i], r.owner[i]}].ops.add(r.start_ns[i], r.end_ns[i], id); break;
       case RangeKind::kModule: out.threads[{r.pid[i], r.owner[i]}].modules.add(r.start_ns[i], r.end_ns[i], id); break;
+      case RangeKind::kAnnotation:
+        out.threads[{r.pid[i], r.owner[i]}].annotations.add(r.start_ns[i], r.end_ns[i], id);
+        break;
       case RangeKind::kCompiledRegion:
         out.threads[{r.pid[i], r.owner[i]}].regions.add(r.start_ns[i], r.end_ns[i], id);
         break;
@@ -21,6 +24,7 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
     t.ops.build();
     t.modules.build();
     t.regions.build();
+    t.annotations.build();
   }
   return out;
 }

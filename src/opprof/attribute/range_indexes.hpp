@@ -14,6 +14,7 @@ struct ThreadRangeIndexes {
     IntervalIndex ops;      // kOperator
     IntervalIndex modules;  // kModule
     IntervalIndex regions;  // kCompiledRegion
+    IntervalIndex annotations;  // kAnnotation: a program's own NVTX ranges, its operators when it has no framework
   };
   struct Key {
     std::uint32_t pid;

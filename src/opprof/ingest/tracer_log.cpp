@@ -28,16 +28,16 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
     *kept = text.substr(kModulePrefix.size());
     return RangeKind::kModule;
   }
-  if (starts_with(text, "## Call CompiledFxGraph")) return RangeKind::kCompiledRegion;
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
   // ", input_op_ids = [...]", each present or not, in that order.
   constexpr std::string_view kSuffixes[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
   std::size_t cut = std::string_view::npos;
   for (std::string_view s : kSuffixes) cut = std::min(cut, text.find(s));
-  if (cut != std::string_view::npos && cut > 0) {
-    *kept = text.substr(0, cut);
-    return RangeKind::kOperator;
-  }
+  if (cut != std::string_view::npos && cut > 0) *kept = text.substr(0, cut);
+  // A compiled graph's call and Dynamo's region are regions, not operators, also when emit_nvtx wrote them.
+  if (starts_with(text, "## Call CompiledFxGraph") || starts_with(text, "Torch-Compiled Region"))
+    return RangeKind::kCompiledRegion;
+  if (cut != std::string_view::npos && cut > 0) return RangeKind::kOperator;
   const std::size_t ns = text.find("::");
   if (ns != std::string_view::npos && ns > 0 && ns + 2 < text.size() &&
       text.find_first_of(" \t") == std::string_view::npos)
