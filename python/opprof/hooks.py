@@ -29,19 +29,19 @@ from typing import Any
 from opprof import MODULE_RANGE_PREFIX
 
 
-def _is_compiling() -> bool:
+def _hook_guards() -> tuple[Any, Any]:
+    """(is_compiling, jit tracing state) callables, looked up once per installation: the hooks run on
+    every module call, so they avoid repeated attribute lookups."""
     import torch
 
     compiler = getattr(torch, "compiler", None)
     if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
-    return bool(getattr(torch._dynamo, "is_compiling", lambda: False)())  # torch < 2.3
+        is_compiling = compiler.is_compiling
+    else:  # torch < 2.3
+        import torch._dynamo
 
-
-def _is_jit_tracing() -> bool:
-    import torch
-
-    return bool(torch._C._get_tracing_state())
+        is_compiling = getattr(torch._dynamo, "is_compiling", lambda: False)
+    return is_compiling, torch._C._get_tracing_state
 
 
 class ModulePathResolver:
@@ -149,6 +149,9 @@ class ModuleRangeHooks:
         self._local = threading.local()
         self._warned_exit_failure = False
         self.ranges_opened = 0
+        self._is_compiling: Any = None
+        self._tracing_state: Any = None
+        self._record_function: Any = None
 
     # -- per-thread stack of open ranges: [(module, record_function object)] ----------------------
     def _stack(self) -> list[tuple[Any, Any]]:
@@ -159,20 +162,18 @@ class ModuleRangeHooks:
         return stack
 
     def _pre_hook(self, module: Any, args: Any) -> None:
-        if _is_compiling() or _is_jit_tracing():
+        if self._is_compiling() or self._tracing_state():
             return None
-        import torch
-
         stack = self._stack()
         path = self.resolver.resolve(module, [m for m, _ in stack])
-        record = torch.autograd.profiler.record_function(self.resolver.range_name(module, path))
+        record = self._record_function(self.resolver.range_name(module, path))
         record.__enter__()
         stack.append((module, record))
         self.ranges_opened += 1
         return None
 
     def _post_hook(self, module: Any, args: Any, output: Any) -> None:
-        if _is_compiling() or _is_jit_tracing():
+        if self._is_compiling() or self._tracing_state():
             return None
         stack = self._stack()
         for index in range(len(stack) - 1, -1, -1):
@@ -200,8 +201,13 @@ class ModuleRangeHooks:
 
     def install(self) -> "ModuleRangeHooks":
         global _active
+        import torch.autograd.profiler
         import torch.nn.modules.module as module_mod
 
+        self._is_compiling, self._tracing_state = _hook_guards()
+        # record_function objects rather than the raw profiler ops: they also feed whatever else
+        # torch attaches to user ranges in a given release.
+        self._record_function = torch.autograd.profiler.record_function
         with _active_lock:
             if _active is not None and _active is not self:
                 raise RuntimeError("opprof module-range hooks are already installed by another ModuleRangeHooks")
