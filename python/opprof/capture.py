@@ -621,7 +621,6 @@ class Capture:
         sys.argv = [str(script), *self.script_argv[1:]]
         sys.path.insert(0, str(script.parent))
         failure: BaseException | None = None
-        exit_code = EXIT_OK
         t0 = time.perf_counter()
         self.phase = "script"
         try:
@@ -632,15 +631,16 @@ class Capture:
             except SystemExit as exc:
                 if exc.code not in (None, 0):
                     failure = exc
-                    exit_code = exc.code if isinstance(exc.code, int) else EXIT_WORKLOAD_FAILED
             except BaseException as exc:
                 failure = exc
         finally:
             self.record["wall_s"]["script"] = time.perf_counter() - t0
             self.phase = "closing"
-            kind = policy.finish("error" if failure is not None else "exit")
-            undo_patch()
-            sys.argv, sys.path[:] = saved_argv, saved_path0
+            try:
+                kind = policy.finish("error" if failure is not None else "exit")
+            finally:
+                undo_patch()
+                sys.argv, sys.path[:] = saved_argv, saved_path0
             self.record["window"] = kind
             self.record["window_info"] = policy.info()
             window = policy.window or policy.prelim
@@ -649,9 +649,12 @@ class Capture:
         if failure is not None:
             self.phase = "script"
             if isinstance(failure, SystemExit):
+                # Reported as a workload failure (exit 1) whatever the script's own status, so that
+                # opprof's exit statuses keep one meaning; the script's status is in the record.
                 log(f"error: the script exited with status {failure.code}")
                 self.record["error"] = error_record(failure, "script")
-                return exit_code
+                self.record["error"]["script_exit_status"] = failure.code
+                return EXIT_WORKLOAD_FAILED
             raise failure
         if kind == KIND_NEVER_OPENED:
             log("error: the script never opened a profiler window (torch.cuda.profiler.start() / "

@@ -120,8 +120,12 @@ with torch.no_grad():
     if "--window" in sys.argv:
         torch.cuda.profiler.start()
         model(x)
+        if "--raise" in sys.argv:
+            raise KeyError("failure inside the script's window")
         torch.cuda.profiler.stop()
     model(x)                      # after the window: not recorded (unless the whole run is)
+if "--exit" in sys.argv:
+    sys.exit(3)
 """
 
 
@@ -181,3 +185,23 @@ def test_usage_errors(tmp_path):
     assert result.returncode == 2 and "workload file not found" in result.stderr
     result = run_capture(["--pass", "timeline", "--out", tmp_path, "--", tmp_path / "missing.py"])
     assert result.returncode == 2 and "script file not found" in result.stderr
+
+
+def test_script_failing_inside_its_window_keeps_the_trace(tmp_path, script):
+    out = tmp_path / "cap"
+    result = run_capture(["--pass", "timeline", "--out", out, "--no-fx-map", "--", script, "--window", "--raise"])
+    assert result.returncode == 1, result.stderr
+    names = [e["name"] for e in user_annotations(out / "trace.json")]
+    assert names == ["nn.Module: Sequential", "nn.Module: 0", "nn.Module: 1"]
+    capture = read_json(out / "capture.json")
+    assert capture["status"] == "error" and capture["error"]["type"] == "KeyError"
+    assert capture["window"] == "script" and capture["window_info"]["closed_by"] == "error"
+
+
+def test_script_exit_status_is_recorded_and_reported_as_failure(tmp_path, script):
+    out = tmp_path / "cap"
+    result = run_capture(["--pass", "timeline", "--out", out, "--no-fx-map", "--", script, "--exit"])
+    assert result.returncode == 1, result.stderr
+    capture = read_json(out / "capture.json")
+    assert capture["status"] == "error" and capture["error"]["script_exit_status"] == 3
+    assert capture["window"] == "whole_run" and (out / "trace.json").is_file()
