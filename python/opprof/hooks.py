@@ -170,7 +170,7 @@ class NvtxEmitter:
             nvtx.range_push("opprof nvtx probe")
             nvtx.range_pop()
             self._push, self._pop = nvtx.range_push, nvtx.range_pop
-        except Exception:  # RuntimeError from torch's NVTX stub on CPU-only builds
+        except Exception:  # RuntimeError from torch's NVTX entry points on CPU-only builds, which only raise
             pass
 
     @property
