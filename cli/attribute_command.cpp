@@ -75,28 +75,6 @@ std::string now_iso8601() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", tm);
 }
 
-// The ncu chip of the capture's first GPU, from the trace metadata ("" when it does not say).
-std::string capture_chip(const Timeline& tl) {
-  auto get = [&](const std::string& key) -> std::string {
-    auto it = tl.metadata.find(key);
-    return it == tl.metadata.end() ? std::string() : it->second;
-  };
-  std::string name = get("device.0.name");
-  int major = 0, minor = 0;
-  try {
-    if (!get("device.0.compute_major").empty()) major = std::stoi(get("device.0.compute_major"));
-    if (!get("device.0.compute_minor").empty()) minor = std::stoi(get("device.0.compute_minor"));
-    // The tracer and nsys readers give "major.minor" in device.0.cc.
-    if (major == 0 && !get("device.0.cc").empty()) {
-      const std::string cc = get("device.0.cc");
-      major = std::stoi(cc);
-      if (auto dot = cc.find('.'); dot != std::string::npos) minor = std::stoi(cc.substr(dot + 1));
-    }
-  } catch (const std::exception&) {
-  }
-  return chip_for_device(name, major, minor);
-}
-
 void require_exists(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError(path, "no such file or directory");
 }
@@ -147,7 +125,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
                to_string(format), double(stats.bytes) / 1e6, read_s, tl.kernels.size(), tl.launches.size(), tl.ranges.size());
   if (tl.kernels.size() == 0) throw InputError(o.trace, "the trace holds no GPU activity (was CUDA profiled?)");
 
-  std::string chip = capture_chip(tl);
+  std::string chip = chip_for_capture(tl.metadata);
   MetricSet chip_set = metric_set.for_chip(chip.empty() ? "*" : chip);
   if (!chip.empty()) {
     MetricCatalog catalog = builtin_metric_catalog(chip);

@@ -293,10 +293,7 @@ int run_profile(ProfileOptions o) {
     Timeline tl = read_timeline(trace.string());
     std::uint64_t expected = 0;
     for (auto kind : tl.kernels.kind) expected += kind == ActivityKind::kKernel;
-    std::string chip;
-    if (auto it = tl.metadata.find("device.0.name"); it != tl.metadata.end())
-      chip = chip_for_device(it->second, std::atoi(get_or(tl.metadata, "device.0.compute_major", "0").c_str()),
-                             std::atoi(get_or(tl.metadata, "device.0.compute_minor", "0").c_str()));
+    std::string chip = chip_for_capture(tl.metadata);
     std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     bool whole_run = get_or(capture, "capture.window") == "whole_run";
     ChildSpec pass_b;

@@ -69,3 +69,13 @@ TEST(MetricSet, ChipForDevice) {
   EXPECT_EQ(chip_for_device("NVIDIA H100 80GB HBM3", 0, 0), "gh100");
   EXPECT_EQ(chip_for_device("Mystery GPU", 0, 0), "");
 }
+
+TEST(MetricSet, ChipForCaptureReadsEitherCapabilitySpelling) {
+  EXPECT_EQ(chip_for_capture({{"device.0.name", "NVIDIA H200"}, {"device.0.compute_major", "9"},
+                              {"device.0.compute_minor", "0"}}),
+            "gh100");
+  EXPECT_EQ(chip_for_capture({{"device.0.name", "GPU"}, {"device.0.cc", "8.6"}}), "ga102");
+  EXPECT_EQ(chip_for_capture({{"device.0.cc", "8.0"}}), "ga100");
+  EXPECT_EQ(chip_for_capture({{"device.0.name", "NVIDIA A100"}, {"device.0.compute_major", "x"}}), "ga100");
+  EXPECT_EQ(chip_for_capture({}), "");
+}

@@ -155,6 +155,27 @@ std::string chip_for_device(std::string_view device_name, int major, int minor) 
   return "";
 }
 
+std::string chip_for_capture(const std::map<std::string, std::string>& metadata) {
+  auto get = [&](const std::string& key) -> std::string {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? std::string() : it->second;
+  };
+  int major = 0, minor = 0;
+  try {
+    if (!get("device.0.compute_major").empty()) major = std::stoi(get("device.0.compute_major"));
+    if (!get("device.0.compute_minor").empty()) minor = std::stoi(get("device.0.compute_minor"));
+    // The tracer and nsys readers give "major.minor" in device.0.cc.
+    if (major == 0 && !get("device.0.cc").empty()) {
+      const std::string cc = get("device.0.cc");
+      major = std::stoi(cc);
+      if (auto dot = cc.find('.'); dot != std::string::npos) minor = std::stoi(cc.substr(dot + 1));
+    }
+  } catch (const std::exception&) {
+    // A malformed capability leaves the name to decide.
+  }
+  return chip_for_device(get("device.0.name"), major, minor);
+}
+
 namespace {
 constexpr std::array kCounterRollups = {"sum", "avg", "min", "max"};
 constexpr std::array kRatioRollups = {"ratio", "pct", "max_rate"};

@@ -2,6 +2,7 @@
 // The curated ncu metric set: which counters pass B collects, how each aggregates over kernels, and why
 // it is there. The default set is data/metrics_default.tsv (compiled in); a user's file replaces it.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,9 @@ MetricCatalog parse_metric_catalog(std::string_view csv_text, const std::string&
 MetricCatalog builtin_metric_catalog(std::string_view chip);
 // The ncu chip name for a GPU as torch/ncu name it ("NVIDIA H200" -> "gh100"), "" when unknown.
 std::string chip_for_device(std::string_view device_name, int compute_major, int compute_minor);
+// The ncu chip of a capture's first GPU from a timeline's metadata ("device.0.name" with
+// "device.0.compute_major/minor", or "device.0.cc" = "9.0"), "" when it does not say.
+std::string chip_for_capture(const std::map<std::string, std::string>& timeline_metadata);
 
 // Problems with a metric name against a catalog, one line each: an unknown base name, or a rollup
 // suffix its type does not have. launch__* and device__attribute__* are always collectable.
