@@ -54,12 +54,10 @@ std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector
 
 namespace {
 
-constexpr std::string_view kCallGraphPrefix = "## Call CompiledFxGraph ";
-constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";
 
 std::string_view graph_hash_of(std::string_view region_text) {
-  if (!starts_with(region_text, kCallGraphPrefix)) return {};
-  std::string_view rest = region_text.substr(kCallGraphPrefix.size());
+  if (!starts_with(region_text, kCompiledGraphCallPrefix)) return {};
+  std::string_view rest = region_text.substr(kCompiledGraphCallPrefix.size());
   auto sp = rest.find(' ');
   return rest.substr(0, sp);
 }

@@ -91,9 +91,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-constexpr std::string_view kModulePrefix = "nn.Module: ";
-constexpr std::string_view kCompiledGraphPrefix = "## Call CompiledFxGraph";
-constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region";
 constexpr std::string_view kTruncatedInEvent =
     "truncated: the trace ends inside an event (was the profiler stopped before it finished writing?)";
 constexpr std::string_view kTruncatedInArray =
@@ -141,8 +138,8 @@ EventClass classify_category(std::string_view cat) {
 }
 
 RangeKind annotation_kind(std::string_view name) {
-  if (starts_with(name, kModulePrefix)) return RangeKind::kModule;
-  if (starts_with(name, kCompiledGraphPrefix)) return RangeKind::kCompiledRegion;
+  if (starts_with(name, kModuleRangePrefix)) return RangeKind::kModule;
+  if (starts_with(name, kCompiledGraphCallPrefix)) return RangeKind::kCompiledRegion;
   return RangeKind::kAnnotation;
 }
 
@@ -1119,14 +1116,14 @@ void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start
     case EventClass::kCpuOp:
       // torch 2.11 records the compiled graph's call as a cpu_op in some builds and as a user_annotation
       // in others: either way it is a region, not an operator.
-      kind = starts_with(text, kCompiledRegionPrefix) || starts_with(text, kCompiledGraphPrefix)
+      kind = starts_with(text, kCompiledRegionPrefix) || starts_with(text, kCompiledGraphCallPrefix)
                  ? RangeKind::kCompiledRegion
                  : RangeKind::kOperator;
       break;
     case EventClass::kUserAnnotation:
     case EventClass::kGpuUserAnnotation:
       kind = annotation_kind(text);
-      if (kind == RangeKind::kModule) text.remove_prefix(kModulePrefix.size());
+      if (kind == RangeKind::kModule) text.remove_prefix(kModuleRangePrefix.size());
       break;
     default: break;  // python_function frames: kept, attribute nothing
   }

@@ -23,9 +23,8 @@ namespace opprof {
 
 RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
   *kept = text;
-  constexpr std::string_view kModulePrefix = "nn.Module: ";
-  if (starts_with(text, kModulePrefix)) {
-    *kept = text.substr(kModulePrefix.size());
+  if (starts_with(text, kModuleRangePrefix)) {
+    *kept = text.substr(kModuleRangePrefix.size());
     return RangeKind::kModule;
   }
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
@@ -35,7 +34,7 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
   for (std::string_view s : kSuffixes) cut = std::min(cut, text.find(s));
   if (cut != std::string_view::npos && cut > 0) *kept = text.substr(0, cut);
   // A compiled graph's call and Dynamo's region are regions, not operators, also when emit_nvtx wrote them.
-  if (starts_with(text, "## Call CompiledFxGraph") || starts_with(text, "Torch-Compiled Region"))
+  if (starts_with(text, kCompiledGraphCallPrefix) || starts_with(text, kCompiledRegionPrefix))
     return RangeKind::kCompiledRegion;
   if (cut != std::string_view::npos && cut > 0) return RangeKind::kOperator;
   const std::size_t ns = text.find("::");

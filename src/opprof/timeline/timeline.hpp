@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "opprof/timeline/string_table.hpp"
@@ -79,6 +80,11 @@ enum class RangeKind : std::uint8_t {
   kOther = 5,           // framework bookkeeping that attributes nothing (profiler spans, python frames)
 };
 const char* to_string(RangeKind k);
+
+// Range texts every timeline source recognises, in one place so the readers and the engine agree.
+inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";          // opprof's module ranges
+inline constexpr std::string_view kCompiledGraphCallPrefix = "## Call CompiledFxGraph ";  // + hash + " ##"
+inline constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";      // + compile id
 
 enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
 
