@@ -12,8 +12,13 @@ all: build
 deps:
 	@scripts/install_deps.sh
 
+# The operator observer is built against the torch that loads it: the .venv's where there is one (looked
+# up when the recipe runs, after `deps` may have created it).
+TORCH_PYTHON = $$(if [ -x .venv/bin/python ]; then echo $(CURDIR)/.venv/bin/python; else echo python3; fi)
+
 build:
-	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPROF_WERROR=ON
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPROF_WERROR=ON \
+	      -DOPPROF_TORCH_PYTHON=$(TORCH_PYTHON)
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-asan:

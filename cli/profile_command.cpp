@@ -88,27 +88,37 @@ std::string get_or(const std::map<std::string, std::string>& m, const std::strin
   return it == m.end() ? dflt : it->second;
 }
 
-// libopprof_tracer.so for `--backend tracer`: $OPPROF_TRACER_LIB, else beside this executable in a build
-// tree (<exe_dir>/tracer/) or an install (<exe_dir>/../lib/).
-std::string find_tracer_library() {
-  if (const char* env = std::getenv("OPPROF_TRACER_LIB"); env != nullptr && *env != '\0') {
-    if (!fs::exists(env)) throw InputError(env, "OPPROF_TRACER_LIB names no file");
+// A library of the tracer backend: $<env_var>, else beside this executable in a build tree
+// (<exe_dir>/<build_subdir>/) or an install (<exe_dir>/../lib/). Empty when not found; `where` lists the
+// places looked at.
+std::string find_backend_library(const char* env_var, const std::string& file, const std::string& build_subdir,
+                                 std::string* where) {
+  if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') {
+    if (!fs::exists(env)) throw InputError(env, std::string(env_var) + " names no file");
     return fs::absolute(env).string();
   }
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> tried;
-  if (!ec) {
-    const fs::path dir = exe.parent_path();
-    for (const fs::path& p : {dir / "tracer" / "libopprof_tracer.so", dir / ".." / "lib" / "libopprof_tracer.so"}) {
-      if (fs::exists(p)) return fs::canonical(p).string();
-      tried.push_back(p);
-    }
+  where->clear();
+  if (ec) {
+    *where = "nothing: /proc/self/exe unreadable";
+    return {};
   }
+  const fs::path dir = exe.parent_path();
+  for (const fs::path& p : {dir / build_subdir / file, dir / ".." / "lib" / file}) {
+    if (fs::exists(p)) return fs::canonical(p).string();
+    *where += (where->empty() ? "" : ", ") + p.lexically_normal().string();
+  }
+  return {};
+}
+
+std::string find_tracer_library() {
   std::string where;
-  for (const fs::path& p : tried) where += (where.empty() ? "" : ", ") + p.lexically_normal().string();
-  throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + (where.empty() ? "nothing: /proc/self/exe unreadable" : where) +
-                                           "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
+  std::string lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &where);
+  if (lib.empty())
+    throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + where +
+                                             "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
+  return lib;
 }
 
 // The capture runner's arguments common to both passes.
@@ -120,6 +130,7 @@ std::vector<std::string> capture_args(const ProfileOptions& o, const std::string
   if (pass == "timeline") a.insert(a.end(), {"--backend", o.backend});
   if (!o.workload.empty()) {
     a.insert(a.end(), {"--workload", o.workload, "--compile", o.compile});
+    if (!o.compile_mode.empty()) a.insert(a.end(), {"--compile-mode", o.compile_mode});
   } else {
     a.push_back("--");
     // `opprof profile -- python script.py args`: the runner takes the script and its arguments.
@@ -151,6 +162,9 @@ void add_profile_command(CLI::App& app, ProfileOptions& o) {
   cmd->add_option("--compile", o.compile, "eager or inductor (workload modules)")
       ->check(CLI::IsMember({"eager", "inductor"}))
       ->capture_default_str();
+  cmd->add_option("--compile-mode", o.compile_mode,
+                  "torch.compile mode with --compile inductor: default, reduce-overhead (CUDA graphs), max-autotune, ...")
+      ->check(CLI::IsMember({"default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"}));
   cmd->add_option("--warmup", o.warmup, "Iterations before the window (workload modules)")->capture_default_str();
   cmd->add_option("--iters", o.iters, "Measured iterations inside the window (workload modules)")->capture_default_str();
   cmd->add_flag("--train", o.train, "Run forward and backward (default: forward under torch.no_grad())");
@@ -167,7 +181,7 @@ void add_profile_command(CLI::App& app, ProfileOptions& o) {
   cmd->add_flag("-q,--quiet", o.quiet, "Less progress output");
   cmd->add_option("--backend", o.backend,
                   "Pass A's timeline capture: torch (torch.profiler, Kineto JSON) or tracer (libopprof_tracer.so through\n"
-                  "CUDA/NVTX injection, NVTX ranges from emit_nvtx and module hooks; see docs/tracer.md)")
+                  "CUDA/NVTX injection; operator ranges from libopprof_torch_observer.so, else emit_nvtx; see docs/tracer.md)")
       ->check(CLI::IsMember({"torch", "tracer"}))
       ->capture_default_str();
   cmd->footer(
@@ -180,6 +194,8 @@ int run_profile(ProfileOptions o) {
     throw InputError("opprof profile", "give a workload module or a command after --, not both and not neither");
   if (!o.workload.empty() && !fs::exists(o.workload)) throw InputError(o.workload, "no such workload file");
   if (o.iters < 1 || o.warmup < 0) throw InputError("opprof profile", "--iters must be >= 1 and --warmup >= 0");
+  if (!o.compile_mode.empty() && (o.workload.empty() || o.compile != "inductor"))
+    throw InputError("--compile-mode", "applies to workload modules with --compile inductor");
   if (!o.command.empty()) {
     // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
     // Python script, given as "python script.py ..." or "script.py ...".
@@ -258,6 +274,18 @@ int run_profile(ProfileOptions o) {
     pass_a.env["OPPROF_TRACE_FILE"] = trace.string();
     pass_a.env["OPPROF_TRACE_WINDOW"] = "1";
     say("tracer: " + lib);
+    // Operator ranges: the observer library when built (for the torch it was built against; the capture
+    // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
+    std::string where;
+    const std::string observer = find_backend_library("OPPROF_TORCH_OBSERVER_LIB", "libopprof_torch_observer.so",
+                                                      "torch_observer", &where);
+    if (!observer.empty()) {
+      pass_a.env["OPPROF_TORCH_OBSERVER_LIB"] = observer;
+      say("operator ranges: " + observer);
+    } else {
+      say("operator ranges: emit_nvtx (libopprof_torch_observer.so not found at " + where +
+          "; build opprof where python3 has torch, or set OPPROF_TORCH_OBSERVER_LIB)");
+    }
   }
   pass_a.stderr_path = (out / "pass_a.log").string();
   pass_a.on_stderr_line = [&](std::string_view l) {

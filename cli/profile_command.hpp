@@ -9,6 +9,7 @@ struct ProfileOptions {
   std::string workload;
   std::vector<std::string> command;
   std::string compile = "eager";
+  std::string compile_mode;  // torch.compile(mode=...); empty: torch's default
   int warmup = 3;
   int iters = 1;
   bool train = false;

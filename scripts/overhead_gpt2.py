@@ -13,13 +13,18 @@ What is active over the 50 steps is what pass A of `opprof profile` runs:
   torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]); eager: the module-range hooks
                   (record_function); the trace is not exported (not part of a step)
   tracer          the process was started with libopprof_tracer.so injected (the driver sets the
-                  environment); emit_nvtx; eager: module ranges as NVTX
+                  environment); operator ranges from opprof.op_ranges (the torch observer library, else
+                  emit_nvtx); eager: module ranges as NVTX from forward wrappers (ModuleForwardRanges)
+and, to show where the tracer's cost lies:
+  tracer_bare     the tracer injected, nothing else (kernels, launches, window; no ranges)
+  tracer_emit_nvtx  the tracer with torch's emit_nvtx and, eager, module ranges from global module hooks
+                  (what pass A did before the observer)
 Every mode brackets the 50 steps with torch.cuda.profiler.start()/stop() (the tracer's window; a no-op
 otherwise), so all modes run the same calls. Compiled mode uses torch.compile(model) (default mode);
 its graphs get no module hooks, as in pass A.
 
 --reduce-overhead-check: instead, compiles with mode="reduce-overhead" (CUDA graphs) and runs 1 measured
-step inside the window, with emit_nvtx active from the first warm-up step on, because CUDA graphs are
+step inside the window, with operator ranges on from the first warm-up step on, because CUDA graphs are
 captured during warm-up and their replayed kernels lead back to the ranges open at capture (the tracer's
 CUDA-graph attribution figure).
 """
@@ -45,14 +50,16 @@ STEPS = 50
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile", choices=("eager", "inductor"), required=True)
-    parser.add_argument("--mode", choices=("none", "torch_profiler", "tracer"), required=True)
+    parser.add_argument("--mode", choices=("none", "torch_profiler", "tracer", "tracer_bare", "tracer_emit_nvtx"),
+                        required=True)
     parser.add_argument("--warmup", type=int, default=WARMUP)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--reduce-overhead-check", action="store_true",
                         help='torch.compile(mode="reduce-overhead"), 1 measured step in the window')
     args = parser.parse_args()
 
-    if args.mode == "tracer" and not os.environ.get("CUDA_INJECTION64_PATH"):
+    tracer = args.mode.startswith("tracer")
+    if tracer and not os.environ.get("CUDA_INJECTION64_PATH"):
         print("error: --mode tracer needs the process started with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH "
               "pointing at libopprof_tracer.so (scripts/overhead_gpt2.sh sets them)", file=sys.stderr)
         return 2
@@ -75,10 +82,13 @@ def main() -> int:
         runner = model
 
     hooks = None
-    if not compiled and args.mode != "none":
-        from opprof.hooks import ModuleRangeHooks, NvtxEmitter
+    if not compiled and args.mode not in ("none", "tracer_bare"):
+        from opprof.hooks import ModuleForwardRanges, ModuleRangeHooks, NvtxEmitter
 
-        hooks = ModuleRangeHooks(model, NvtxEmitter() if args.mode == "tracer" else None).install()
+        if args.mode == "tracer":
+            hooks = ModuleForwardRanges(model).install()
+        else:
+            hooks = ModuleRangeHooks(model, NvtxEmitter() if tracer else None).install()
 
     def step() -> None:
         runner(**inputs)
@@ -88,7 +98,9 @@ def main() -> int:
     times_ms: list[float] = []
     # CUDA graphs are captured during warm-up: their kernels can only lead back to ranges open then, so the
     # reduce-overhead check runs emit_nvtx from the first step (the figure it prints depends on it).
-    capture_ranges = torch.autograd.profiler.emit_nvtx() if args.reduce_overhead_check else contextlib.nullcontext()
+    from opprof.op_ranges import OperatorRanges
+
+    capture_ranges = OperatorRanges() if args.reduce_overhead_check else contextlib.nullcontext()
     with torch.no_grad(), capture_ranges:
         t0 = time.perf_counter()
         for _ in range(warmup):
@@ -100,6 +112,8 @@ def main() -> int:
             active = torch.profiler.profile(
                 activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA])
         elif args.mode == "tracer" and not args.reduce_overhead_check:
+            active = OperatorRanges()
+        elif args.mode == "tracer_emit_nvtx":
             active = torch.autograd.profiler.emit_nvtx()
         else:
             active = contextlib.nullcontext()
@@ -117,9 +131,13 @@ def main() -> int:
     if hooks is not None:
         hooks.uninstall()
     median = statistics.median(times_ms)
+    ranges = active.describe() if isinstance(active, OperatorRanges) else ""
     print(f"overhead compile={'reduce-overhead' if args.reduce_overhead_check else args.compile} mode={args.mode} "
           f"median_ms={median:.3f} min_ms={min(times_ms):.3f} steps={steps} warmup={warmup} "
-          f"warmup_s={warmup_s:.1f} total_s={time.perf_counter() - t_setup:.1f}", flush=True)
+          f"warmup_s={warmup_s:.1f} total_s={time.perf_counter() - t_setup:.1f}"
+          + (f" operator_ranges={ranges.split(' ')[0]}" if ranges else ""), flush=True)
+    if ranges:
+        print(f"operator ranges: {ranges}", flush=True)
     return 0
 
 

@@ -6,7 +6,8 @@
 
 Pass "timeline" (A) records torch.profiler over the capture window and exports CAP/trace.json (or, with
 --backend tracer, runs under the injected opprof tracer, which writes CAP/trace.opprof: the window is
-cudaProfilerStart/Stop, operator ranges come from emit_nvtx and module ranges are NVTX ranges), with
+cudaProfilerStart/Stop, operator ranges come from opprof.op_ranges (the torch observer library, else
+emit_nvtx) and module ranges are NVTX ranges), with
 module ranges ("nn.Module: <path>", opprof.hooks) in eager mode and the FX module map
 (CAP/opprof_fx_modules.json, opprof.fx_modules) for compiled graphs. Pass "counters" (B) runs the same
 iterations without torch.profiler and brackets the window with cudaProfilerStart/Stop for ncu; it
@@ -99,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=("torch", "tracer"), default="torch",
                         help="pass timeline: torch (torch.profiler -> trace.json) or tracer (the process runs with "
                              "libopprof_tracer.so injected, which writes OPPROF_TRACE_FILE; operator ranges from "
-                             "emit_nvtx, module ranges as NVTX)")
+                             "libopprof_torch_observer.so (OPPROF_TORCH_OBSERVER_LIB) or emit_nvtx, module ranges "
+                             "as NVTX)")
     parser.add_argument("--no-module-ranges", action="store_true", help="do not emit nn.Module ranges")
     parser.add_argument("--no-fx-map", action="store_true", help="do not record the FX module map")
     return parser
@@ -433,10 +435,14 @@ class Capture:
     def teardown(self) -> None:
         if self.hooks is not None:
             self.hooks.uninstall()
-            self.record["module_ranges"] = {
-                "ranges_opened": self.hooks.ranges_opened,
-                "roots": self.hooks.resolver.roots_seen,
-            }
+            if hasattr(self.hooks, "modules_wrapped"):
+                self.record["module_ranges"] = {"method": "forward_wrappers",
+                                                "modules_wrapped": self.hooks.modules_wrapped,
+                                                "roots": self.hooks.roots_seen}
+            else:
+                self.record["module_ranges"] = {"method": "global_hooks",
+                                                "ranges_opened": self.hooks.ranges_opened,
+                                                "roots": self.hooks.resolver.roots_seen}
         if self.fx_recorder is not None:
             self.fx_recorder.uninstall()
             debug_dir = Path(os.environ.get("TORCH_COMPILE_DEBUG_DIR", self.out / "inductor"))
@@ -471,8 +477,12 @@ class Capture:
     def install_module_ranges(self, root: Any) -> None:
         if self.args.pass_ != "timeline" or self.args.no_module_ranges:
             return
-        from opprof.hooks import ModuleRangeHooks, NvtxEmitter
+        from opprof.hooks import ModuleForwardRanges, ModuleRangeHooks, NvtxEmitter
 
+        if self.tracer and root is not None:
+            # A known root under the tracer: forward wrappers, several times cheaper than global hooks.
+            self.hooks = ModuleForwardRanges(root).install()
+            return
         emitter = NvtxEmitter() if self.tracer else None
         self.hooks = ModuleRangeHooks(root, emitter).install()
 
@@ -536,9 +546,14 @@ class Capture:
                 self.phase = "warmup"
                 t0 = time.perf_counter()
                 # Tracer + compile: CUDA graphs (mode="reduce-overhead") are captured during warm-up, and a
-                # replayed kernel leads back to the NVTX ranges open at its capture; emit_nvtx must be on then.
-                warmup_ranges = torch.autograd.profiler.emit_nvtx() \
-                    if self.tracer and args.compile == "inductor" else contextlib.nullcontext()
+                # replayed kernel leads back to the NVTX ranges open at its capture; operator ranges must be
+                # on then.
+                if self.tracer and args.compile == "inductor":
+                    from opprof.op_ranges import OperatorRanges
+
+                    warmup_ranges = OperatorRanges()
+                else:
+                    warmup_ranges = contextlib.nullcontext()
                 with warmup_ranges:
                     for i in range(args.warmup):
                         t_iter = time.perf_counter()

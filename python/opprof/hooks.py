@@ -25,6 +25,7 @@ paths come from the FX map, opprof.fx_modules).
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import weakref
@@ -40,6 +41,16 @@ def _is_compiling() -> bool:
     if compiler is not None and hasattr(compiler, "is_compiling"):
         return compiler.is_compiling()
     return bool(getattr(torch._dynamo, "is_compiling", lambda: False)())  # torch < 2.3
+
+
+def _is_compiling_function() -> Any:
+    """torch.compiler.is_compiling itself where it exists (saves the lookups on a hot path)."""
+    import torch
+
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling
+    return _is_compiling
 
 
 def _is_jit_tracing() -> bool:
@@ -185,6 +196,89 @@ class NvtxEmitter:
     def exit(self, token: Any) -> None:
         if self._pop is not None:
             self._pop()
+
+
+class ModuleForwardRanges:
+    """Module ranges by wrapping the forward of every module of a known root (the tracer backend's way).
+
+    Global module hooks send every module call through the slow path of Module._call_impl; measured on
+    the development VM, that adds about 3.6 us per module call with empty hooks and 8.9 us with
+    ModuleRangeHooks, against about 0.2 us for an instance-level forward wrapper. An eager GPT-2 small step
+    makes about 160 module calls, so the hooks alone cost the tracer backend several percent of step time.
+
+    Each module of root.named_modules() gets an instance attribute ``forward``: a function that pushes the
+    module's NVTX range, calls the previous forward and pops the range (also when forward raises).
+    functools.wraps keeps inspect.signature() working (Hugging Face inspects forward's parameters).
+    uninstall() restores each module's previous instance attribute, or removes ours.
+
+    Limits, where ModuleRangeHooks has none: modules added to the tree after install() and modules outside
+    the root's tree get no range. Under torch.compile the wrapper only calls through (Dynamo inlines it).
+    """
+
+    def __init__(self, root: Any, push: Any = None, pop: Any = None):
+        if root is None or not hasattr(root, "named_modules"):
+            raise ValueError("ModuleForwardRanges needs the root module")
+        self.root = _unwrap_compiled(root)
+        if push is None or pop is None:
+            emitter = NvtxEmitter()
+            push, pop = emitter._push, emitter._pop
+        self._push = push
+        self._pop = pop
+        self._wrapped: list[tuple[Any, Any, bool]] = []  # (module, previous instance forward, had one)
+        self.roots_seen = [type(self.root).__name__]
+
+    @property
+    def active(self) -> bool:
+        """False where NVTX is unavailable (CPU-only torch): install() then wraps nothing."""
+        return self._push is not None
+
+    @property
+    def modules_wrapped(self) -> int:
+        return len(self._wrapped)
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._wrapped)
+
+    def install(self) -> "ModuleForwardRanges":
+        if self._wrapped or not self.active:
+            return self
+        for path, module in self.root.named_modules():
+            text = ModulePathResolver.range_name(module, path)
+            had_own = "forward" in module.__dict__
+            previous = module.__dict__.get("forward")
+            module.forward = self._wrap(module.forward, text)
+            self._wrapped.append((module, previous, had_own))
+        return self
+
+    def _wrap(self, forward: Any, text: str) -> Any:
+        push, pop, compiling = self._push, self._pop, _is_compiling_function()
+
+        @functools.wraps(forward)
+        def forward_in_range(*args: Any, **kwargs: Any) -> Any:
+            if compiling():
+                return forward(*args, **kwargs)
+            push(text)
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                pop()
+
+        return forward_in_range
+
+    def uninstall(self) -> None:
+        for module, previous, had_own in reversed(self._wrapped):
+            if had_own:
+                module.forward = previous
+            else:
+                module.__dict__.pop("forward", None)
+        self._wrapped.clear()
+
+    def __enter__(self) -> "ModuleForwardRanges":
+        return self.install()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.uninstall()
 
 
 _active_lock = threading.Lock()

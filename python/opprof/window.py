@@ -130,23 +130,24 @@ class CudaProfilerBackend(Backend):
 class TracerBackend(CudaProfilerBackend):
     """The window of the opprof tracer (libopprof_tracer.so injected through CUDA_INJECTION64_PATH and
     NVTX_INJECTION64_PATH): cudaProfilerStart/Stop, which the tracer records as the window's edges, and
-    torch.autograd.profiler.emit_nvtx() entered for exactly the window's duration, so that operator ranges
-    cover the measured iterations only. No torch.profiler: it cannot share the process with the tracer's
-    CUPTI subscriber.
+    operator ranges (opprof.op_ranges.OperatorRanges: the torch observer, else emit_nvtx) entered for
+    exactly the window's duration, so that they cover the measured iterations only. No torch.profiler: it
+    cannot share the process with the tracer's CUPTI subscriber.
 
-    emit_factory is injectable for tests; it returns a context manager (emit_nvtx() by default).
+    emit_factory is injectable for tests; it returns a context manager (OperatorRanges() by default).
     """
 
-    name = "opprof tracer (cudaProfilerStart/Stop + emit_nvtx)"
+    name = "opprof tracer (cudaProfilerStart/Stop + operator ranges)"
 
     def __init__(self, cudart: Callable[[], Any] | None = None, check_error: Callable[[Any], None] | None = None,
                  emit_factory: Callable[[], Any] | None = None):
         super().__init__(cudart, check_error)
         if emit_factory is None:
-            import torch
+            from opprof.op_ranges import OperatorRanges
 
-            emit_factory = lambda: torch.autograd.profiler.emit_nvtx()  # noqa: E731 - record_shapes off: cheaper
+            emit_factory = OperatorRanges
         self._emit_factory = emit_factory
+        self.operator_ranges = ""  # which source the last start() used (OperatorRanges.describe())
         self._emit: Any = None
 
     def start(self) -> None:
@@ -154,6 +155,8 @@ class TracerBackend(CudaProfilerBackend):
         emit = self._emit_factory()
         emit.__enter__()
         self._emit = emit
+        describe = getattr(emit, "describe", None)
+        self.operator_ranges = describe() if describe is not None else type(emit).__name__
 
     def stop(self) -> None:
         emit, self._emit = self._emit, None
@@ -213,13 +216,17 @@ class CaptureWindow:
         duration = None
         if self.open_time is not None and self.close_time is not None:
             duration = self.close_time - self.open_time
-        return {
+        details = {
             "backend": self.backend.name,
             "state": self.state,
             "opened_by": self.opened_by,
             "closed_by": self.closed_by,
             "open_s": duration,
         }
+        operator_ranges = getattr(self.backend, "operator_ranges", "")
+        if operator_ranges:
+            details["operator_ranges"] = operator_ranges
+        return details
 
 
 class ScriptWindowPolicy:

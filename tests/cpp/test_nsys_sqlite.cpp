@@ -54,17 +54,20 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT
   sharedMemoryLimitConfig INTEGER);
 )sql";
 
-const std::string kFullExport = kSchema + R"sql(
+const std::string kNvtxSchema = R"sql(
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
+  category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
+  domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
+  int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+)sql";
+
+const std::string kFullExport = kSchema + kNvtxSchema + R"sql(
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
   globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
   contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL,
   copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER,
   srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER);
-CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
-  category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER,
-  domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER,
-  int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
 CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT,
   isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,
   smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER, ctxId INTEGER,
@@ -161,6 +164,33 @@ TEST(NsysSqlite, ReadsKernelsLaunchesMemcpysAndNvtx) {
   EXPECT_EQ(tl.ranges.end_ns[forward], 2900);
   EXPECT_EQ(tl.ranges.end_ns[open], 3010);  // no end in the export: the last event's time
   EXPECT_TRUE(tl.metadata.count("warning.unclosed_ranges"));
+}
+
+TEST(NsysSqlite, TorchObserverDomainRangesAreClassifiedByCategory) {
+  const std::string tid = std::to_string(kGlobalTid);
+  TempDb db(kSchema + kNvtxSchema + R"sql(
+INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, domainId, category) VALUES
+  (100, NULL, 75, 'opprof.torch', )sql" + tid + R"sql(, NULL, 4, NULL),
+  (200, 900, 59, 'my_step', )sql" + tid + R"sql(, NULL, 4, 8),
+  (300, 800, 59, 'autograd::engine::evaluate_function: MmBackward0', )sql" + tid + R"sql(, NULL, 4, 2),
+  (400, 700, 59, 'aten::mm', )sql" + tid + R"sql(, NULL, 4, 1),
+  (950, 990, 59, 'autograd::engine::evaluate_function: MmBackward0', )sql" + tid + R"sql(, NULL, 0, NULL);
+)sql");
+  const Timeline tl = read_nsys_sqlite(db.path());
+  std::size_t backward_observer = kNoIndex, backward_default = kNoIndex;
+  for (std::size_t i = 0; i < tl.ranges.size(); ++i) {
+    if (tl.str(tl.ranges.text[i]) != "autograd::engine::evaluate_function: MmBackward0") continue;
+    (tl.ranges.start_ns[i] == 300 ? backward_observer : backward_default) = i;
+  }
+  ASSERT_NE(find_range(tl, "my_step"), kNoIndex);
+  ASSERT_NE(find_range(tl, "aten::mm"), kNoIndex);
+  ASSERT_NE(backward_observer, kNoIndex);
+  ASSERT_NE(backward_default, kNoIndex);
+  EXPECT_EQ(tl.ranges.kind[find_range(tl, "my_step")], RangeKind::kAnnotation);
+  EXPECT_EQ(tl.ranges.kind[find_range(tl, "aten::mm")], RangeKind::kOperator);
+  EXPECT_EQ(tl.ranges.kind[backward_observer], RangeKind::kOperator);
+  EXPECT_EQ(tl.ranges.kind[backward_default], RangeKind::kAnnotation);  // the default domain: text rules
+  EXPECT_EQ(tl.str(tl.ranges.domain[backward_observer]), "opprof.torch");
 }
 
 TEST(NsysSqlite, ToleratesMissingTables) {

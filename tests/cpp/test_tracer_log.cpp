@@ -462,5 +462,85 @@ TEST(TracerLog, ClassifiesEmitNvtxAndModuleTexts) {
   EXPECT_EQ(kept, "my step :: 3");
 }
 
+
+TEST(TracerLog, ClassifiesTorchObserverRangesByCategory) {
+  std::string_view kept;
+  // Operator scopes (function = 1, backward_function = 2, ...) are operators whatever the text.
+  EXPECT_EQ(classify_nvtx_range("aten::mm", kTorchObserverDomain, 1, &kept), RangeKind::kOperator);
+  EXPECT_EQ(kept, "aten::mm");
+  EXPECT_EQ(classify_nvtx_range("autograd::engine::evaluate_function: MmBackward0", kTorchObserverDomain, 2, &kept),
+            RangeKind::kOperator);
+  EXPECT_EQ(kept, "autograd::engine::evaluate_function: MmBackward0");
+  // record_function ranges (user scope): modules and compiled regions by text, everything else annotation,
+  // also texts shaped like an operator name.
+  EXPECT_EQ(classify_nvtx_range("## Call CompiledFxGraph fabc ##", kTorchObserverDomain, kTorchUserScopeCategory, &kept),
+            RangeKind::kCompiledRegion);
+  EXPECT_EQ(classify_nvtx_range("nn.Module: h.0", kTorchObserverDomain, kTorchUserScopeCategory, &kept),
+            RangeKind::kModule);
+  EXPECT_EQ(kept, "h.0");
+  EXPECT_EQ(classify_nvtx_range("mylib::step", kTorchObserverDomain, kTorchUserScopeCategory, &kept),
+            RangeKind::kAnnotation);
+  EXPECT_EQ(classify_nvtx_range("CUDAGraphNode.record", kTorchObserverDomain, kTorchUserScopeCategory, &kept),
+            RangeKind::kAnnotation);
+  // Another domain, or no category known: the text rules.
+  EXPECT_EQ(classify_nvtx_range("autograd::engine::evaluate_function: MmBackward0", "other", 2, &kept),
+            RangeKind::kAnnotation);
+  EXPECT_EQ(classify_nvtx_range("aten::mm", kTorchObserverDomain, -1, &kept), RangeKind::kOperator);
+  EXPECT_EQ(classify_nvtx_range("mylib::step", kTorchObserverDomain, -1, &kept), RangeKind::kOperator);
+}
+
+// What libopprof_torch_observer.so writes through the tracer: pushes in the "opprof.torch" domain with
+// the RecordFunction scope + 1 as category, interleaved with module ranges of the default domain.
+TEST(TracerLog, TorchObserverRangesBecomeOperatorsAndAnnotations) {
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "opprof.torch")
+      .string(2, "nn.Module: blocks.0")
+      .string(3, "aten::linear")
+      .string(4, "aten::addmm")
+      .string(5, "my_step")
+      .string(6, "autograd::engine::evaluate_function: AddmmBackward0")
+      .string(7, "_Z4gemmv")
+      .string(8, "cudaLaunchKernel_v7000");
+  b.add(RecordType::kApiName, ApiNameRecord{kApiDomainRuntime, 211, 8, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 100, 5, 1, kTorchUserScopeCategory, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 100, 2, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1300, 100, 3, 1, 1, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1310, 100, 4, 1, 1, 0});
+  b.add(RecordType::kApiCall, ApiCallRecord{1320, 1330, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1340, 100, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1350, 100, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1400, 100, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1500, 100, 6, 1, 2, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1600, 100, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1700, 100, 1, 0});
+  b.add(RecordType::kKernel, kernel(7, 1400, 1450, 11));
+  b.add(RecordType::kTrailer, TrailerRecord{2000, 6000, 20, 8});
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+
+  const std::size_t step = find_range(tl, "my_step");
+  const std::size_t module = find_range(tl, "blocks.0");
+  const std::size_t linear = find_range(tl, "aten::linear");
+  const std::size_t addmm = find_range(tl, "aten::addmm");
+  const std::size_t backward = find_range(tl, "autograd::engine::evaluate_function: AddmmBackward0");
+  ASSERT_NE(step, kNoIndex);
+  ASSERT_NE(module, kNoIndex);
+  ASSERT_NE(linear, kNoIndex);
+  ASSERT_NE(addmm, kNoIndex);
+  ASSERT_NE(backward, kNoIndex);
+  EXPECT_EQ(tl.ranges.kind[step], RangeKind::kAnnotation);
+  EXPECT_EQ(tl.ranges.kind[module], RangeKind::kModule);
+  EXPECT_EQ(tl.ranges.kind[linear], RangeKind::kOperator);
+  EXPECT_EQ(tl.ranges.kind[addmm], RangeKind::kOperator);
+  EXPECT_EQ(tl.ranges.kind[backward], RangeKind::kOperator);
+  EXPECT_EQ(tl.str(tl.ranges.domain[addmm]), "opprof.torch");
+  // Each domain pops its own innermost range; depth counts every open range of the thread.
+  EXPECT_EQ(tl.ranges.depth[addmm], 3);
+  EXPECT_EQ(tl.ranges.end_ns[addmm], 1340);
+  EXPECT_EQ(tl.ranges.end_ns[linear], 1350);
+  EXPECT_EQ(tl.ranges.end_ns[module], 1400);
+  EXPECT_EQ(tl.ranges.end_ns[step], 1700);
+}
+
 }  // namespace
 }  // namespace opprof

@@ -253,20 +253,21 @@ class Reader {
     if (!db_.has_table(table)) return;
     const auto c = db_.columns(table);
     Statement s = db_.query(fmt::format(
-        "SELECT start, end, {}, {}, {}, eventType, {} FROM {} WHERE eventType IN ({}, {}, {}) ORDER BY start",
+        "SELECT start, end, {}, {}, {}, eventType, {}, {} FROM {} WHERE eventType IN ({}, {}, {}) ORDER BY start",
         column_or(c, "text", "NULL"), column_or(c, "textId"), column_or(c, "globalTid"), column_or(c, "domainId"),
-        table, kNvtxPushPopRange, kNvtxStartEndRange, kNvtxDomainCreate));
+        column_or(c, "category", "NULL"), table, kNvtxPushPopRange, kNvtxStartEndRange, kNvtxDomainCreate));
     struct Row {
       std::int64_t start, end;
       bool has_end;
       std::string text;
       std::int64_t gtid, type, domain;
+      std::int64_t category;  // -1: NULL or no column
     };
     std::vector<Row> rows;
     std::unordered_map<std::uint64_t, std::string> domains;  // (pid << 32 | domainId) -> name
     while (s.step()) {
       Row r{s.i64(0), s.i64(1), !s.null(1), std::string(s.null(2) ? string_of(s.i64(3)) : s.text(2)), s.i64(4),
-            s.i64(5), s.i64(6)};
+            s.i64(5), s.i64(6), s.null(7) ? -1 : s.i64(7)};
       if (r.type == kNvtxDomainCreate) {
         domains[(std::uint64_t{nsys_pid(r.gtid)} << 32) | static_cast<std::uint32_t>(r.domain)] = r.text;
         continue;
@@ -290,12 +291,14 @@ class Reader {
       }
       const std::int64_t end = r.has_end ? r.end : std::max(r.start, max_ts_);
       unclosed += r.has_end ? 0 : 1;
-      std::string_view kept;
-      const RangeKind kind = classify_nvtx_range(r.text, &kept);
       const std::uint32_t pid = nsys_pid(r.gtid);
-      StrId domain = kNoString;
+      std::string_view domain_name;
       if (auto d = domains.find((std::uint64_t{pid} << 32) | static_cast<std::uint32_t>(r.domain)); d != domains.end())
-        domain = tl_.strings.intern(d->second);
+        domain_name = d->second;
+      const StrId domain = domain_name.empty() ? kNoString : tl_.strings.intern(domain_name);
+      std::string_view kept;
+      // NVTX's "no category" (0) is stored as NULL or 0; the observer's categories start at 1.
+      const RangeKind kind = classify_nvtx_range(r.text, domain_name, r.category < 0 ? 0 : r.category, &kept);
       const std::size_t row = tl_.ranges.add(kind, RangeScope::kThread, tl_.strings.intern(kept), domain, pid,
                                              nsys_tid(r.gtid), r.start, end);
       if (r.type == kNvtxPushPopRange) {

@@ -21,8 +21,11 @@
 
 namespace opprof {
 
-RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
+RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, std::int64_t category,
+                              std::string_view* kept) {
   *kept = text;
+  const bool observer = category >= 0 && domain == kTorchObserverDomain;
+  if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   if (starts_with(text, kModuleRangePrefix)) {
     *kept = text.substr(kModuleRangePrefix.size());
     return RangeKind::kModule;
@@ -37,6 +40,7 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
   if (starts_with(text, kCompiledGraphCallPrefix) || starts_with(text, kCompiledRegionPrefix))
     return RangeKind::kCompiledRegion;
   if (cut != std::string_view::npos && cut > 0) return RangeKind::kOperator;
+  if (observer) return RangeKind::kAnnotation;
   const std::size_t ns = text.find("::");
   if (ns != std::string_view::npos && ns > 0 && ns + 2 < text.size() &&
       text.find_first_of(" \t") == std::string_view::npos)
@@ -85,6 +89,7 @@ struct NvtxEvent {
   std::uint64_t range_id;
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
+  std::uint32_t category;
 };
 
 struct WindowEvent {
@@ -233,25 +238,25 @@ Parsed parse(const std::string& path, const MappedFile& file) {
       }
       case RecordType::kNvtxPush: {
         auto r = fixed_part<NvtxPushRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid});
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid, r.category});
         p.saw(r.ts_ns);
         break;
       }
       case RecordType::kNvtxPop: {
         auto r = fixed_part<NvtxPopRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, r.ts_ns, r.tid, 0, 0, r.domain_sid});
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, r.ts_ns, r.tid, 0, 0, r.domain_sid, 0});
         p.saw(r.ts_ns);
         break;
       }
       case RecordType::kNvtxStart: {
         auto r = fixed_part<NvtxStartRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, r.ts_ns, r.tid, r.range_id, r.text_sid, r.domain_sid});
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, r.ts_ns, r.tid, r.range_id, r.text_sid, r.domain_sid, r.category});
         p.saw(r.ts_ns);
         break;
       }
       case RecordType::kNvtxEnd: {
         auto r = fixed_part<NvtxEndRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, r.ts_ns, r.tid, r.range_id, 0, 0});
+        p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, r.ts_ns, r.tid, r.range_id, 0, 0, 0});
         p.saw(r.ts_ns);
         break;
       }
@@ -645,9 +650,10 @@ class Builder {
     }
   }
 
-  std::size_t add_thread_range(std::uint32_t text_sid, std::uint32_t domain_sid, std::uint64_t tid, std::int64_t start) {
+  std::size_t add_thread_range(std::uint32_t text_sid, std::uint32_t domain_sid, std::uint32_t category,
+                               std::uint64_t tid, std::int64_t start) {
     std::string_view kept;
-    const RangeKind kind = classify_nvtx_range(text(text_sid), &kept);
+    const RangeKind kind = classify_nvtx_range(text(text_sid), text(domain_sid), category, &kept);
     return tl_.ranges.add(kind, RangeScope::kThread, tl_.strings.intern(kept), str(domain_sid), p_.header.pid, tid,
                           start, start);
   }
@@ -680,7 +686,7 @@ class Builder {
       const auto ts = static_cast<std::int64_t>(e.ts);
       switch (e.kind) {
         case NvtxEvent::kPush: {
-          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.tid, ts);
+          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.category, e.tid, ts);
           r.depth[row] = open_on_thread++;
           open[e.domain_sid].push_back(row);
           break;
@@ -697,7 +703,7 @@ class Builder {
           break;
         }
         case NvtxEvent::kStart: {
-          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.tid, ts);
+          const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.category, e.tid, ts);
           r.end_ns[row] = std::max(ts, p_.max_ts);  // until its end is seen
           started[e.range_id] = row;
           break;

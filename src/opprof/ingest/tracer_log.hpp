@@ -33,6 +33,15 @@ Timeline read_tracer_log(const std::string& path);
 //                                               -> kOperator, "<op>"
 //   "<ns>::<name>" without spaces (aten::mm)    -> kOperator, unchanged
 //   anything else                               -> kAnnotation, unchanged
-RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept);
+// Ranges of the torch observer's domain (kTorchObserverDomain) are operators by their category instead,
+// whatever their text (autograd's "autograd::engine::evaluate_function: MmBackward0" has spaces), except
+// the user-scope category, whose texts follow the rules above minus the "<ns>::<name>" one (a
+// record_function range is an annotation to torch.profiler too). category < 0: unknown (graph-node stacks
+// record none), the text rules apply.
+RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, std::int64_t category,
+                              std::string_view* kept);
+inline RangeKind classify_nvtx_range(std::string_view text, std::string_view* kept) {
+  return classify_nvtx_range(text, {}, -1, kept);
+}
 
 }  // namespace opprof

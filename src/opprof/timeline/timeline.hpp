@@ -85,6 +85,10 @@ const char* to_string(RangeKind k);
 inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";          // opprof's module ranges
 inline constexpr std::string_view kCompiledGraphCallPrefix = "## Call CompiledFxGraph ";  // + hash + " ##"
 inline constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";      // + compile id
+// NVTX domain of libopprof_torch_observer.so's operator ranges; the category is the RecordFunction scope + 1,
+// and only kTorchUserScopeCategory (record_function ranges) is not an operator.
+inline constexpr std::string_view kTorchObserverDomain = "opprof.torch";
+inline constexpr std::uint32_t kTorchUserScopeCategory = 8;  // at::RecordScope::USER_SCOPE (7) + 1
 
 enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
 

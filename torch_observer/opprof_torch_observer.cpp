@@ -1,0 +1,93 @@
+// libopprof_torch_observer.so: PyTorch operator ranges as NVTX ranges, at a fraction of emit_nvtx's cost.
+//
+// torch.autograd.profiler.emit_nvtx formats "<op>, seq = N, op_id = M, ..." with a stringstream for every
+// operator; with the opprof tracer injected that string building, not the NVTX call, is most of its cost.
+// This observer registers one global RecordFunction callback that pushes the operator's own name (a
+// pointer into the schema, no formatting) into the NVTX domain "opprof.torch", with the RecordFunction
+// scope + 1 as the NVTX category, and pops it when the operator ends. Whatever NVTX injection is loaded
+// (the opprof tracer, Nsight Systems) records the ranges.
+//
+// Built against one torch's headers: the C++ ABI of RecordFunction is not stable across releases, so the
+// Python side loads it only into the torch version it was built for (opprof_torch_observer_built_for).
+// Loaded with ctypes after `import torch`: libc10 and libtorch_cpu are then already mapped.
+#include <ATen/record_function.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#ifndef OPPROF_TORCH_VERSION
+#error "OPPROF_TORCH_VERSION (the torch.__version__ built against) must be defined"
+#endif
+
+namespace {
+
+constexpr const char* kDomainName = "opprof.torch";
+
+// NVTX category of a range: RecordScope + 1 (0 is NVTX's "no category").
+constexpr const char* kScopeNames[] = {
+    "function",       "backward_function", "torchscript_function", "kernel_function_dtype",
+    "custom_class",   "build_feature",     "lite_interpreter",     "user_scope",
+    "static_runtime_op", "static_runtime_model"};
+static_assert(sizeof(kScopeNames) / sizeof(kScopeNames[0]) == static_cast<std::size_t>(at::RecordScope::NUM_SCOPES));
+
+std::mutex g_mutex;
+nvtxDomainHandle_t g_domain = nullptr;
+bool g_enabled = false;
+at::CallbackHandle g_handle = 0;
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  nvtxEventAttributes_t attributes{};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.category = static_cast<std::uint32_t>(fn.scope()) + 1;
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = fn.name();
+  nvtxDomainRangePushEx(g_domain, &attributes);
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext*) { nvtxDomainRangePop(g_domain); }
+
+}  // namespace
+
+extern "C" {
+
+// The torch.__version__ this library was compiled against.
+__attribute__((visibility("default"))) const char* opprof_torch_observer_built_for() { return OPPROF_TORCH_VERSION; }
+
+// Starts recording operator ranges on every thread; 0 on success, 1 if already on, -1 on failure (a
+// message goes to stderr: never throw across the C boundary).
+__attribute__((visibility("default"))) int opprof_torch_observer_enable() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_enabled) return 1;
+  try {
+    if (g_domain == nullptr) {
+      g_domain = nvtxDomainCreateA(kDomainName);
+      for (std::size_t i = 0; i < sizeof(kScopeNames) / sizeof(kScopeNames[0]); ++i)
+        nvtxDomainNameCategoryA(g_domain, static_cast<std::uint32_t>(i + 1), kScopeNames[i]);
+    }
+    // No inputs, outputs or ids: the callback reads only the name and the scope, so RecordFunction
+    // skips copying the inputs.
+    g_handle = at::addGlobalCallback(
+        at::RecordFunctionCallback(on_enter, on_exit).needsInputs(false).needsOutputs(false).needsIds(false));
+    g_enabled = true;
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opprof torch observer: could not register the RecordFunction callback: %s\n", e.what());
+    return -1;
+  }
+}
+
+// Stops recording. Operators already running still close their ranges (RecordFunction keeps the
+// callbacks it started with).
+__attribute__((visibility("default"))) void opprof_torch_observer_disable() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (!g_enabled) return;
+  at::removeCallback(g_handle);
+  g_enabled = false;
+}
+
+}  // extern "C"
