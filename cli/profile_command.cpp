@@ -180,9 +180,10 @@ void add_profile_command(CLI::App& app, ProfileOptions& o) {
   cmd->add_flag("--skip-ncu", o.skip_ncu, "Timeline and attribution only (no hardware counters)");
   cmd->add_flag("-q,--quiet", o.quiet, "Less progress output");
   cmd->add_option("--backend", o.backend,
-                  "Pass A's timeline capture: torch (torch.profiler, Kineto JSON) or tracer (libopprof_tracer.so through\n"
-                  "CUDA/NVTX injection; operator ranges from libopprof_torch_observer.so, else emit_nvtx; see docs/tracer.md)")
-      ->check(CLI::IsMember({"torch", "tracer"}))
+                  "Pass A's timeline capture: tracer (libopprof_tracer.so through CUDA/NVTX injection), torch\n"
+                  "(torch.profiler, Kineto JSON), or auto: the tracer where it was built, else torch. The tracer\n"
+                  "gives the same attribution at less overhead and also reaches CUDA-graph replays (docs/tracer.md)")
+      ->check(CLI::IsMember({"auto", "torch", "tracer"}))
       ->capture_default_str();
   cmd->footer(
       "The output directory holds profile.db, report.txt, report.json and the raw artifacts (trace, ncu CSV and log,\n"
@@ -220,6 +221,15 @@ int run_profile(ProfileOptions o) {
   auto say = [&](const std::string& s) {
     if (!o.quiet) fmt::print(stderr, "opprof: {}\n", s);
   };
+  std::string tracer_where;
+  if (o.backend == "auto") {
+    const bool have_tracer =
+        !find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &tracer_where).empty();
+    o.backend = have_tracer ? "tracer" : "torch";
+    if (!have_tracer)
+      say("backend: torch.profiler (libopprof_tracer.so not found at " + tracer_where +
+          "; build opprof where CUPTI is installed for the lighter tracer backend)");
+  }
   MetricSet metric_set = load_metric_set(o.metrics);  // a bad --metrics fails before any GPU work
 
   std::string ncu;

@@ -21,7 +21,9 @@ struct ProfileOptions {
   std::string python = "python3";
   bool skip_ncu = false;
   bool quiet = false;
-  std::string backend = "torch";  // pass A's capture: torch (torch.profiler) or tracer (libopprof_tracer.so)
+  // Pass A's capture: tracer (libopprof_tracer.so), torch (torch.profiler), or auto: the tracer where it
+  // was built, else torch.
+  std::string backend = "auto";
 };
 
 void add_profile_command(CLI::App& app, ProfileOptions& options);

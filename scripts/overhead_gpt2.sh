@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Step-time overhead of opprof's capture backends on GPT-2 small (scripts/overhead_gpt2.py), on a GPU:
 # eager and torch.compile, each with nothing, torch.profiler (+ module hooks) and the opprof tracer
-# (+ operator ranges + NVTX module ranges), then the tracer's parts (bare; with emit_nvtx and global hooks,
-# the former pass A) and "none" once more (the machine's drift); one process per combination. Prints one
-# table: median step time over 50 steps and overhead vs none. Then the CUDA-graph figure: torch.compile(mode="reduce-overhead")
+# (+ operator ranges + NVTX module ranges) in interleaved rounds, then the tracer's parts (bare; with emit_nvtx
+# and global hooks, the former pass A); one process per run. Prints one table: median step time over 50
+# steps and overhead vs none. Then the CUDA-graph figure: torch.compile(mode="reduce-overhead")
 # under the tracer, how many replayed kernels got a capture-time stack.
-#   scripts/overhead_gpt2.sh          (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3)
+#   scripts/overhead_gpt2.sh   (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3, ROUNDS=2,
+#                               REDUCE_OVERHEAD=0 skips the CUDA-graph check)
 # The compiled runs share one Inductor/Triton cache, so only the first one compiles.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,20 +35,34 @@ run_one() {  # run_one COMPILE MODE: prints the script's "overhead ..." line, lo
 }
 field() { echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2; }
 
-MODES="none torch_profiler tracer tracer_bare tracer_emit_nvtx none_again"
-declare -A median
+# The machine's load drifts over minutes: the three compared modes run in ROUNDS interleaved rounds and each
+# gets the median of its rounds' medians; the tracer's parts run once, after them.
+ROUNDS=${ROUNDS:-2}
+MAIN_MODES="none torch_profiler tracer"
+PART_MODES="tracer_bare tracer_emit_nvtx"
+MODES="$MAIN_MODES $PART_MODES"
+declare -A median rounds
 status=0
+run_mode() {  # run_mode COMPILE MODE: appends the run's median to rounds[COMPILE/MODE]
+  local t0=$SECONDS line m
+  line=$(run_one "$1" "$2")
+  m=$(field "$line" median_ms)
+  [ -n "$m" ] || status=1
+  rounds[$1/$2]="${rounds[$1/$2]:-} $m"
+  echo "overhead_gpt2 ran $1/$2 in $((SECONDS - t0)) s: ${line:-FAILED}"
+}
 for compile in eager inductor; do
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for mode in $MAIN_MODES; do run_mode "$compile" "$mode"; done
+  done
+  for mode in $PART_MODES; do run_mode "$compile" "$mode"; done
   for mode in $MODES; do
-    t0=$SECONDS
-    line=$(run_one "$compile" "${mode%_again}")
-    median[$compile/$mode]=$(field "$line" median_ms)
-    [ -n "${median[$compile/$mode]}" ] || status=1
-    echo "overhead_gpt2 ran $compile/$mode in $((SECONDS - t0)) s: ${line:-FAILED}"
+    median[$compile/$mode]=$(echo ${rounds[$compile/$mode]:-} | tr ' ' '\n' | sort -n |
+      awk '{ v[NR] = $1 } END { if (NR) printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   done
 done
-echo "== GPT-2 small (batch 4 x 128), median step over 50 steps after 10 warm-ups"
-printf "%-9s %-17s %11s %10s\n" compile mode median_ms overhead
+echo "== GPT-2 small (batch 4 x 128), median step over 50 steps after 10 warm-ups ($MAIN_MODES: median of $ROUNDS rounds)"
+printf "%-9s %-17s %11s %10s   %s\n" compile mode median_ms overhead "round medians"
 for compile in eager inductor; do
   base=${median[$compile/none]:-}
   for mode in $MODES; do
@@ -57,10 +72,11 @@ for compile in eager inductor; do
     else
       pct="-"
     fi
-    printf "%-9s %-17s %11s %10s\n" "$compile" "$mode" "${m:-failed}" "$pct"
+    printf "%-9s %-17s %11s %10s  %s\n" "$compile" "$mode" "${m:-failed}" "$pct" "${rounds[$compile/$mode]:-}"
   done
 done
 
+[ "${REDUCE_OVERHEAD:-1}" = 1 ] || { echo "overhead_gpt2 logs in $DEST"; exit $status; }
 echo "== CUDA graphs: torch.compile(mode=\"reduce-overhead\") under the tracer, 1 step in the window"
 log=$DEST/reduce_overhead.log
 CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/reduce_overhead.opprof \

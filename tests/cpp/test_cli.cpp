@@ -149,7 +149,7 @@ TEST_F(Cli, ProfileDrivesBothPassesAndWritesTheOutputDirectory) {
   fs::permissions(path("python3"), fs::perms::owner_all);
   fs::permissions(path("ncu"), fs::perms::owner_all);
   std::string out = path("out");
-  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
+  Result r = run("profile --backend torch " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* f : {"profile.db", "report.txt", "report.json", "trace.json", "ncu.csv", "capture.json"})
@@ -160,17 +160,70 @@ TEST_F(Cli, ProfileDrivesBothPassesAndWritesTheOutputDirectory) {
   EXPECT_NE(j.output.find("\"matched\": 126"), std::string::npos) << j.output.substr(0, 2000);
 }
 
+TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
+  // Stand-ins as above, with a real tracer capture: pass A must run with the tracer and the observer
+  // injected (the stand-in records its environment) and write the log where OPPROF_TRACE_FILE says;
+  // pass B must run without them.
+  const std::string src = fixture("gpt2_tracer/c");
+  write("libopprof_tracer.so", "");
+  write("libopprof_torch_observer.so", "");
+  write("python3",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+        "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+        "echo \"$pass injection=${CUDA_INJECTION64_PATH:-none} nvtx=${NVTX_INJECTION64_PATH:-none} "
+        "observer=${OPPROF_TORCH_OBSERVER_LIB:-none} window=${OPPROF_TRACE_WINDOW:-none}\" >> " + path("env.log") + "\n"
+        "if [ \"$pass\" = timeline ]; then cp " + src + "/trace.opprof \"$OPPROF_TRACE_FILE\"; cp -r " + src +
+            "/inductor " + src + "/opprof_fx_modules.json " + src + "/capture.json $out/; fi\n");
+  write("ncu",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "echo \"counters injection=${CUDA_INJECTION64_PATH:-none} nvtx=${NVTX_INJECTION64_PATH:-none}\" >> " +
+            path("env.log") + "\n"
+        "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+        "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+        "touch $out.ncu-rep\n");
+  fs::permissions(path("python3"), fs::perms::owner_all);
+  fs::permissions(path("ncu"), fs::perms::owner_all);
+  Result r;
+  const std::string env = "OPPROF_TRACER_LIB=" + path("libopprof_tracer.so") +
+                          " OPPROF_TORCH_OBSERVER_LIB=" + path("libopprof_torch_observer.so") + " ";
+  std::string cmd = env + std::string(OPPROF_CLI_PATH) + " profile " + std::string(OPPROF_FIXTURES_DIR) +
+                    "/../../examples/gpt2.py --compile inductor --python " + path("python3") + " --ncu " + path("ncu") +
+                    " -o " + path("out2") + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int raw = pclose(p);
+  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << r.output;
+  EXPECT_TRUE(fs::exists(fs::path(path("out2")) / "trace.opprof"));
+  std::ifstream log(path("env.log"));
+  std::string timeline, counters, line;
+  while (std::getline(log, line)) {
+    if (line.rfind("timeline ", 0) == 0) timeline = line;
+    if (line.rfind("counters ", 0) == 0) counters = line;
+  }
+  EXPECT_EQ(timeline, "timeline injection=" + path("libopprof_tracer.so") + " nvtx=" + path("libopprof_tracer.so") +
+                          " observer=" + path("libopprof_torch_observer.so") + " window=1");
+  EXPECT_EQ(counters, "counters injection=none nvtx=none");
+  Result j = run("report --json " + path("out2") + "/profile.db");
+  EXPECT_NE(j.output.find("\"matched\": 126"), std::string::npos) << j.output.substr(0, 2000);
+  EXPECT_NE(j.output.find("opprof-tracer"), std::string::npos);
+}
+
 TEST_F(Cli, ProfileWithoutAGpuSaysSo) {
   write("python3", "#!/bin/sh\necho none; exit 3\n");
   fs::permissions(path("python3"), fs::perms::owner_all);
-  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --skip-ncu --python " +
+  Result r = run("profile --backend torch " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --skip-ncu --python " +
                  path("python3") + " -o " + path("out"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("no CUDA GPU"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, ProfileWithoutNcuSaysWhatToDo) {
-  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --ncu " + path("no-ncu") +
+  Result r = run("profile --backend torch " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/mlp.py --ncu " + path("no-ncu") +
                  " -o " + path("out"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--skip-ncu"), std::string::npos) << r.output;

@@ -482,6 +482,9 @@ TEST(TracerLog, ClassifiesTorchObserverRangesByCategory) {
             RangeKind::kAnnotation);
   EXPECT_EQ(classify_nvtx_range("CUDAGraphNode.record", kTorchObserverDomain, kTorchUserScopeCategory, &kept),
             RangeKind::kAnnotation);
+  // Dynamo's region is a function-scope RecordFunction: still a region.
+  EXPECT_EQ(classify_nvtx_range("Torch-Compiled Region: 0/0", kTorchObserverDomain, 1, &kept),
+            RangeKind::kCompiledRegion);
   // Another domain, or no category known: the text rules.
   EXPECT_EQ(classify_nvtx_range("autograd::engine::evaluate_function: MmBackward0", "other", 2, &kept),
             RangeKind::kAnnotation);

@@ -1,3 +1,4 @@
+#include <functional>
 #include "opprof/attribute/fusion.hpp"
 
 #include <fmt/format.h>
@@ -12,18 +13,17 @@
 
 namespace opprof {
 
-std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector<std::string_view>& a,
-                                                                const std::vector<std::string_view>& b,
-                                                                std::size_t max_cells) {
+std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, std::size_t m,
+                                                                 const std::function<bool(std::size_t, std::size_t)>& eq,
+                                                                 std::size_t max_cells) {
   std::vector<std::pair<std::size_t, std::size_t>> out;
-  const std::size_t n = a.size(), m = b.size();
   if (n == 0 || m == 0) return out;
   if ((n + 1) * (m + 1) > max_cells) {
     // Too large for the table: match each a in order with the next equal b.
     std::size_t j = 0;
     for (std::size_t i = 0; i < n && j < m; ++i) {
       std::size_t jj = j;
-      while (jj < m && b[jj] != a[i]) ++jj;
+      while (jj < m && !eq(i, jj)) ++jj;
       if (jj < m) {
         out.emplace_back(i, jj);
         j = jj + 1;
@@ -36,10 +36,10 @@ std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector
   auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return len[i * (m + 1) + j]; };
   for (std::size_t i = n; i-- > 0;)
     for (std::size_t j = m; j-- > 0;)
-      at(i, j) = a[i] == b[j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) = eq(i, j) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
   std::size_t i = 0, j = 0;
   while (i < n && j < m) {
-    if (a[i] == b[j] && at(i, j) == at(i + 1, j + 1) + 1) {
+    if (eq(i, j) && at(i, j) == at(i + 1, j + 1) + 1) {
       out.emplace_back(i, j);
       ++i;
       ++j;
@@ -50,6 +50,12 @@ std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector
     }
   }
   return out;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector<std::string_view>& a,
+                                                                const std::vector<std::string_view>& b,
+                                                                std::size_t max_cells) {
+  return align_in_order(a.size(), b.size(), [&](std::size_t i, std::size_t j) { return a[i] == b[j]; }, max_cells);
 }
 
 namespace {
@@ -279,7 +285,8 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
     // Launch units: consecutive kernels launched by one top-level operator of the region (an extern
     // GEMM call can launch a GEMM and a split-K reduction) form one unit, named like the wrapper call.
     std::vector<std::string_view> unit_names;
-    std::vector<std::size_t> unit_first;  // index into kernels where each unit starts
+    std::vector<std::uint8_t> unit_has_op;  // named by its operator (else by its kernel)
+    std::vector<std::size_t> unit_first;    // index into kernels where each unit starts
     std::uint32_t prev_op = kNoIndex;
     for (std::size_t idx = 0; idx < kernels.size(); ++idx) {
       std::uint32_t i = kernels[idx];
@@ -292,6 +299,7 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
       if (op == kNoIndex || op != prev_op) {
         unit_first.push_back(idx);
         unit_names.push_back(op != kNoIndex ? tl.str(r.text[op]) : tl.str(k.name[i]));
+        unit_has_op.push_back(op != kNoIndex ? 1 : 0);
       }
       prev_op = op;
     }
@@ -313,21 +321,51 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
       continue;
     }
     const InductorGraph& graph = inductor.graphs[static_cast<std::size_t>(g)];
-    std::vector<std::string_view> call_names;
-    call_names.reserve(graph.calls.size());
-    for (const auto& c : graph.calls) call_names.push_back(c.callee);
-    auto pairs = align_by_name(unit_names, call_names);
-    for (auto [u, c] : pairs) {
-      const CallProvenance& p = ctx.provenance(static_cast<std::size_t>(g), c, compile_id);
+    // A unit without an operator around its launch that is not one of the graph's generated kernels is a
+    // library kernel whose operator range was not recorded: kernels a CUDA graph replays (RecordFunction
+    // does not run while cudagraph trees record) or a trace without operator ranges. It may stand for any
+    // library call; the generated kernels around it anchor the alignment.
+    const auto& generated = ctx.callee_set(static_cast<std::size_t>(g));
+    std::vector<std::uint8_t> unit_any_library(unit_names.size(), 0);
+    for (std::size_t u = 0; u < unit_names.size(); ++u)
+      unit_any_library[u] = unit_has_op[u] == 0 && generated.count(unit_names[u]) == 0;
+    auto pairs = align_in_order(
+        unit_names.size(), graph.calls.size(),
+        [&](std::size_t u, std::size_t c) {
+          const WrapperCall& call = graph.calls[c];
+          if (unit_any_library[u]) return call.kind == WrapperCall::Kind::kExtern;
+          return unit_names[u] == call.callee;
+        },
+        16u << 20);
+    std::vector<std::size_t> call_of_unit(unit_names.size(), kNoIndex);
+    for (auto [u, c] : pairs) call_of_unit[u] = c;
+    // A library call may launch more than one kernel (a GEMM and its split-K reduction): unaligned
+    // library kernels right after an aligned library call belong to it.
+    std::size_t last_library_call = kNoIndex;
+    for (std::size_t u = 0; u < unit_names.size(); ++u) {
+      if (call_of_unit[u] != kNoIndex) {
+        const bool library = graph.calls[call_of_unit[u]].kind == WrapperCall::Kind::kExtern;
+        last_library_call = library ? call_of_unit[u] : kNoIndex;
+      } else if (unit_any_library[u] && last_library_call != kNoIndex) {
+        call_of_unit[u] = last_library_call;
+      } else {
+        last_library_call = kNoIndex;
+      }
+    }
+    std::size_t aligned = 0;
+    for (std::size_t u = 0; u < unit_names.size(); ++u) {
+      if (call_of_unit[u] == kNoIndex) continue;
+      ++aligned;
+      const CallProvenance& p = ctx.provenance(static_cast<std::size_t>(g), call_of_unit[u], compile_id);
       for (std::size_t idx = unit_first[u]; idx < unit_first[u + 1]; ++idx) {
         apply_call(p, kernels[idx], a);
         done[kernels[idx]] = 1;
       }
     }
-    if (notes && (pairs.size() != unit_names.size() || pairs.size() != call_names.size()))
+    if (notes && (aligned != unit_names.size() || pairs.size() != graph.calls.size()))
       notes->lines.push_back(fmt::format(
           "compiled region '{}' ({}): {} of {} launches aligned with {} wrapper calls of {}", region_text,
-          compile_id.empty() ? "no compile id" : compile_id, pairs.size(), unit_names.size(), call_names.size(),
+          compile_id.empty() ? "no compile id" : compile_id, aligned, unit_names.size(), graph.calls.size(),
           graph.dir));
   }
 

@@ -24,12 +24,15 @@ namespace opprof {
 RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, std::int64_t category,
                               std::string_view* kept) {
   *kept = text;
-  const bool observer = category >= 0 && domain == kTorchObserverDomain;
-  if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   if (starts_with(text, kModuleRangePrefix)) {
     *kept = text.substr(kModuleRangePrefix.size());
     return RangeKind::kModule;
   }
+  // Dynamo opens its region with a RecordFunction of the function scope (_RecordFunctionFast): a region
+  // by its text, whatever the observer's category says.
+  if (starts_with(text, kCompiledRegionPrefix)) return RangeKind::kCompiledRegion;
+  const bool observer = category >= 0 && domain == kTorchObserverDomain;
+  if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
   // ", input_op_ids = [...]", each present or not, in that order.
   constexpr std::string_view kSuffixes[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
@@ -37,8 +40,7 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, st
   for (std::string_view s : kSuffixes) cut = std::min(cut, text.find(s));
   if (cut != std::string_view::npos && cut > 0) *kept = text.substr(0, cut);
   // A compiled graph's call and Dynamo's region are regions, not operators, also when emit_nvtx wrote them.
-  if (starts_with(text, kCompiledGraphCallPrefix) || starts_with(text, kCompiledRegionPrefix))
-    return RangeKind::kCompiledRegion;
+  if (starts_with(text, kCompiledGraphCallPrefix)) return RangeKind::kCompiledRegion;
   if (cut != std::string_view::npos && cut > 0) return RangeKind::kOperator;
   if (observer) return RangeKind::kAnnotation;
   const std::size_t ns = text.find("::");

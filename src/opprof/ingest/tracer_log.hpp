@@ -33,7 +33,8 @@ Timeline read_tracer_log(const std::string& path);
 //                                               -> kOperator, "<op>"
 //   "<ns>::<name>" without spaces (aten::mm)    -> kOperator, unchanged
 //   anything else                               -> kAnnotation, unchanged
-// Ranges of the torch observer's domain (kTorchObserverDomain) are operators by their category instead,
+// "Torch-Compiled Region: <id>" is a compiled region in every domain and category. Other ranges of the
+// torch observer's domain (kTorchObserverDomain) are operators by their category instead,
 // whatever their text (autograd's "autograd::engine::evaluate_function: MmBackward0" has spaces), except
 // the user-scope category, whose texts follow the rules above minus the "<ns>::<name>" one (a
 // record_function range is an annotation to torch.profiler too). category < 0: unknown (graph-node stacks
