@@ -198,6 +198,33 @@ TEST(AttributionEngine, GeneratedKernelsWithoutRangesMatchByUniqueName) {
   EXPECT_EQ(b.op(a, k), "triton_poi_fused_add_0");
 }
 
+TEST(AttributionEngine, LibraryKernelsWithoutOperatorRangesTakeTheLibraryCallsBetweenGeneratedOnes) {
+  // What a CUDA-graph replay looks like: no operator range around the launches, only the region.
+  Builder b;
+  b.range(RangeKind::kCompiledRegion, "Torch-Compiled Region: 0/0", 0, 9000);
+  auto t0 = b.kernel("triton_poi_fused_add_0", 100, 20000, 20010);
+  auto gemm = b.kernel("sm90_xmma_gemm_f32", 200, 20020, 20100);
+  auto reduce = b.kernel("splitKreduce_kernel", 300, 20100, 20110);  // the same call's second kernel
+  auto t1 = b.kernel("triton_per_fused_layer_norm_1", 400, 20120, 20130);
+  auto sdpa = b.kernel("fmha_cutlassF_f32", 500, 20140, 20200);
+  InductorArtifacts ind;
+  InductorGraph g;
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_poi_fused_add_0", "", {"add"}, {"aten.add"}, 1});
+  g.calls.push_back({WrapperCall::Kind::kExtern, "aten::mm", "", {"mm"}, {"aten.mm"}, 2});
+  g.calls.push_back({WrapperCall::Kind::kTriton, "triton_per_fused_layer_norm_1", "", {"ln"}, {"aten.native_layer_norm"}, 3});
+  g.calls.push_back({WrapperCall::Kind::kExtern, "aten::_scaled_dot_product_efficient_attention", "", {"sdpa"}, {}, 4});
+  ind.graphs.push_back(g);
+  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{});
+  EXPECT_EQ(b.op(a, t0), "triton_poi_fused_add_0");
+  EXPECT_EQ(b.op(a, t1), "triton_per_fused_layer_norm_1");
+  for (auto k : {gemm, reduce}) {
+    EXPECT_EQ(a.path[k], AttributionPath::kFusion);
+    EXPECT_EQ(b.op(a, k), "aten::mm");
+    EXPECT_EQ(b.tl.str(a.fx_nodes[k]), "mm");
+  }
+  EXPECT_EQ(b.op(a, sdpa), "aten::_scaled_dot_product_efficient_attention");
+}
+
 TEST(AlignByName, FindsTheLongestCommonSubsequence) {
   std::vector<std::string_view> a{"x", "a", "b", "c", "y"};
   std::vector<std::string_view> b{"a", "z", "b", "c"};
