@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/attribute_command.hpp"
+#include "cli/compare_command.hpp"
 #include "cli/profile_command.hpp"
 #include "cli/report_command.hpp"
 #include "opprof/util/error.hpp"
@@ -40,12 +41,14 @@ MetricsOptions g_metrics;
 AttributeOptions g_attribute;
 ProfileOptions g_profile;
 ReportOptions g_report;
+CompareOptions g_compare;
 
 }  // namespace
 
 void register_commands(CLI::App& app) {
   add_attribute_command(app, g_attribute);
   add_report_command(app, g_report);
+  add_compare_command(app, g_compare);
   add_profile_command(app, g_profile);
   auto* metrics = app.add_subcommand("metrics", "List the ncu metric set (or check it against a chip's catalog)");
   metrics->add_option("--metrics", g_metrics.file, "Metric-set file (default: the built-in set)");
@@ -61,6 +64,7 @@ int run_selected(CLI::App& app, const std::vector<std::string>& program) {
   if (!program.empty()) throw InputError("opprof", "only `opprof profile` takes a program after --");
   if (app.got_subcommand("attribute")) return run_attribute(g_attribute);
   if (app.got_subcommand("report")) return run_report(g_report);
+  if (app.got_subcommand("compare")) return run_compare(g_compare);
   if (app.got_subcommand("metrics")) return run_metrics(g_metrics);
   return 2;
 }

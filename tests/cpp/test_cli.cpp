@@ -3,6 +3,7 @@
 // python3 and ncu, since CI has no GPU).
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -227,4 +228,54 @@ TEST_F(Cli, ProfileWithoutNcuSaysWhatToDo) {
                  " -o " + path("out"));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--skip-ncu"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CompareExitsZeroOneOrTwo) {
+  const std::string a = path("a.db"), b = path("b.db");
+  ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --ncu " + fixture("lstm/ncu.csv.gz") +
+                " -o " + a).status, 0);
+  fs::copy_file(a, b);
+  Result same = run("compare " + a + " " + b + " --min-agreement 100");
+  EXPECT_EQ(same.status, 0) << same.output;
+  EXPECT_NE(same.output.find("operator             100.0%"), std::string::npos) << same.output;
+  Result json = run("compare --json " + a + " " + b);
+  EXPECT_EQ(json.status, 0);
+  EXPECT_EQ(json.output.rfind("{", 0), 0u) << json.output;
+
+  // B's longest kernel gets another operator: below 100%, above 0%.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(b.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE attribution SET op = 'aten::changed' WHERE kernel_id = (SELECT id FROM kernels "
+                         "WHERE kind = 'kernel' ORDER BY duration_ns DESC LIMIT 1)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result below = run("compare " + a + " " + b + " --min-agreement 100");
+  EXPECT_EQ(below.status, 1) << below.output;
+  EXPECT_NE(below.output.find("aten::changed"), std::string::npos) << below.output;
+  EXPECT_NE(below.output.find("is below --min-agreement 100%"), std::string::npos) << below.output;
+  EXPECT_EQ(run("compare " + a + " " + b + " --min-agreement 0").status, 0);
+  EXPECT_EQ(run("compare " + a + " " + b).status, 0);
+
+  // Bad input: one line naming the file, exit 2.
+  Result missing = run("compare " + a + " " + path("nope.db"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(count_lines(missing.output), 1) << missing.output;
+  EXPECT_NE(missing.output.find("opprof: error: " + path("nope.db") + ": cannot open profile"), std::string::npos)
+      << missing.output;
+  write("text.db", "not a database, just text\n");
+  Result text = run("compare " + path("text.db") + " " + b);
+  EXPECT_EQ(text.status, 2);
+  EXPECT_EQ(count_lines(text.output), 1) << text.output;
+  EXPECT_NE(text.output.find("not an opprof profile"), std::string::npos) << text.output;
+  ASSERT_EQ(sqlite3_open(path("other.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x INTEGER)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Result other = run("compare " + a + " " + path("other.db"));
+  EXPECT_EQ(other.status, 2);
+  EXPECT_NE(other.output.find("without opprof's meta table"), std::string::npos) << other.output;
+  Result pct = run("compare " + a + " " + b + " --min-agreement 150");
+  EXPECT_EQ(pct.status, 2);
+  EXPECT_EQ(count_lines(pct.output), 1) << pct.output;
 }

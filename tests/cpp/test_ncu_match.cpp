@@ -266,6 +266,13 @@ TEST(SequenceAlign, PrefersTheCommonSuffixAndGivesUpPastItsLimits) {
   EXPECT_TRUE(std::all_of(unrelated->begin(), unrelated->end(), [](std::uint32_t j) { return j == kNone; }));
 }
 
+TEST(SequenceAlign, PairOccurrencesPairsTheKthOccurrenceOfEachSymbol) {
+  // a: 5 7 5 9; b: 7 5 5 — 5s pair in order, 7 pairs across them, 9 has no partner.
+  std::vector<std::uint32_t> a{5, 7, 5, 9}, b{7, 5, 5};
+  EXPECT_EQ(pair_occurrences(a, b), (std::vector<std::uint32_t>{1, 0, 2, kNone}));
+  EXPECT_TRUE(pair_occurrences({}, b).empty());
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // match_ncu
 

@@ -224,21 +224,6 @@ bool ncu_names_are_mangled(const NcuTable& ncu) {
   return any_mangled;
 }
 
-// Pairs the k-th occurrence of each identity in a with its k-th occurrence in b, for sequences too far apart
-// to align: still exact within an identity, but it does not check the order across identities.
-std::vector<std::uint32_t> pair_occurrences(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b,
-                                            std::size_t identities) {
-  std::vector<std::vector<std::uint32_t>> positions_in_b(identities);
-  for (std::size_t j = 0; j < b.size(); ++j) positions_in_b[b[j]].push_back(static_cast<std::uint32_t>(j));
-  std::vector<std::size_t> used(identities, 0);
-  std::vector<std::uint32_t> b_for_a(a.size(), kUnmatched);
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    std::size_t& u = used[a[i]];
-    if (u < positions_in_b[a[i]].size()) b_for_a[i] = positions_in_b[a[i]][u++];
-  }
-  return b_for_a;
-}
-
 // A run of consecutive unmatched positions in one side's sequence.
 struct Stretch {
   std::size_t begin = 0, end = 0;  // positions in the process sequence
@@ -312,10 +297,7 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu) {
     } else if (auto aligned = align_longest_common_subsequence(al.tl_identity, al.ncu_identity)) {
       al.ncu_for_tl = std::move(*aligned);
     } else {
-      std::size_t identities = 0;
-      for (std::uint32_t v : al.tl_identity) identities = std::max<std::size_t>(identities, v + 1);
-      for (std::uint32_t v : al.ncu_identity) identities = std::max<std::size_t>(identities, v + 1);
-      al.ncu_for_tl = pair_occurrences(al.tl_identity, al.ncu_identity, identities);
+      al.ncu_for_tl = pair_occurrences(al.tl_identity, al.ncu_identity);
       al.ordered = false;
       fallback_notes.push_back(fmt::format(
           "timeline process {} ({} kernels) and ncu process {} ({} rows) differ too much to align (more than {} "

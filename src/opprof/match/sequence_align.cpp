@@ -190,4 +190,19 @@ std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::
   }
 }
 
+std::vector<std::uint32_t> pair_occurrences(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b) {
+  std::size_t symbols = 0;
+  for (std::uint32_t v : a) symbols = std::max<std::size_t>(symbols, std::size_t{v} + 1);
+  for (std::uint32_t v : b) symbols = std::max<std::size_t>(symbols, std::size_t{v} + 1);
+  std::vector<std::vector<std::uint32_t>> positions_in_b(symbols);
+  for (std::size_t j = 0; j < b.size(); ++j) positions_in_b[b[j]].push_back(static_cast<std::uint32_t>(j));
+  std::vector<std::size_t> used(symbols, 0);
+  std::vector<std::uint32_t> b_for_a(a.size(), kUnmatched);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::size_t& u = used[a[i]];
+    if (u < positions_in_b[a[i]].size()) b_for_a[i] = positions_in_b[a[i]][u++];
+  }
+  return b_for_a;
+}
+
 }  // namespace opprof

@@ -26,4 +26,9 @@ std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::
                                                                            std::span<const std::uint32_t> b,
                                                                            const AlignmentLimits& limits = {});
 
+// For sequences too far apart to align: pairs the k-th occurrence of each symbol in a with its k-th
+// occurrence in b. Exact within a symbol, but it does not check the order across symbols (pairs may
+// cross). Same result shape as align_longest_common_subsequence.
+std::vector<std::uint32_t> pair_occurrences(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b);
+
 }  // namespace opprof

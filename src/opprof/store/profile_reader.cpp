@@ -238,7 +238,7 @@ void ProfileReader::for_each_kernel(const std::function<void(const ProfileKernel
   try {
     Statement q(*impl_->db,
                 "SELECT id, kind, name, device, stream, start_ns, end_ns, path, confidence, op, module, family, "
-                "reason, opaque_backend FROM kernel_view ORDER BY id");
+                "reason, opaque_backend, mangled, top_op FROM kernel_view ORDER BY id");
     ProfileKernel k;
     while (q.next()) {
       k.id = q.column_int(0);
@@ -255,11 +255,24 @@ void ProfileReader::for_each_kernel(const std::function<void(const ProfileKernel
       k.family = q.column_text(11);
       k.reason = q.column_text(12);
       k.opaque_backend = q.column_text(13);
+      k.mangled = q.column_text(14);
+      k.top_op = q.column_text(15);
       fn(k);
     }
   } catch (const sqlite::SqliteError& e) {
     impl_->fail(e);
   }
+}
+
+std::vector<ProfileNcuRow> ProfileReader::ncu_rows() const {
+  std::vector<ProfileNcuRow> out;
+  try {
+    Statement q(*impl_->db, "SELECT row, ncu_id, matched_kernel_id FROM ncu_rows ORDER BY row");
+    while (q.next()) out.push_back({q.column_int(0), q.column_int(1), q.is_null(2) ? -1 : q.column_int(2)});
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
 }
 
 sqlite3* ProfileReader::handle() const { return impl_->db->handle(); }

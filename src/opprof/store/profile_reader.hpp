@@ -34,6 +34,7 @@ struct ProfileKernel {
   std::int64_t id = 0;
   std::string kind;  // kernel | memcpy | memset
   std::string name;
+  std::string mangled;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
   std::int64_t start_ns = 0;
@@ -41,10 +42,18 @@ struct ProfileKernel {
   std::string path;  // correlation | enclosure | fusion | none
   double confidence = 0;
   std::string op;
+  std::string top_op;
   std::string module;
   std::string family;
   std::string reason;
   std::string opaque_backend;
+};
+
+// A row of ncu_rows: one kernel ncu replayed, and the timeline kernel it was matched to.
+struct ProfileNcuRow {
+  std::int64_t row = 0;                 // 0-based in ncu's invocation order
+  std::int64_t ncu_id = 0;              // ncu's "ID" column
+  std::int64_t matched_kernel_id = -1;  // kernels.id; -1 when unmatched
 };
 
 class ProfileReader {
@@ -82,6 +91,8 @@ class ProfileReader {
   std::size_t activity_count() const;  // rows of kernels: kernels, memcpy and memset
   // Calls fn for every activity, in timeline order.
   void for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const;
+  // Every row of ncu_rows, by row; empty for a profile without ncu.
+  std::vector<ProfileNcuRow> ncu_rows() const;
 
   // The open connection, for queries the typed access does not cover. Read-only.
   sqlite3* handle() const;

@@ -1,0 +1,61 @@
+// `opprof compare A.db B.db`: whether two profiles of one workload (two capture backends, say) attribute
+// their kernels alike (reads only the two databases).
+#include "cli/compare_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "opprof/compare/compare_report.hpp"
+#include "opprof/compare/profile_compare.hpp"
+#include "opprof/store/profile_reader.hpp"
+#include "opprof/util/error.hpp"
+
+namespace opprof::cli {
+
+void add_compare_command(CLI::App& app, CompareOptions& o) {
+  auto* cmd = app.add_subcommand("compare", "Compare the kernel attribution of two profile databases of one workload");
+  cmd->add_option("A", o.a, "Profile database A (the reference: agreement is weighted by its kernel times)")->required();
+  cmd->add_option("B", o.b, "Profile database B")->required();
+  cmd->add_flag("--json", o.json, "Print the comparison as JSON instead");
+  cmd->add_flag("--all-activity", o.all_activity, "Also align and compare memcpy and memset, not only kernels");
+  cmd->add_option("--top", o.top, "Disagreements to list (0: all)")->capture_default_str();
+  cmd->add_option_function<double>(
+         "--min-agreement",
+         [&o](const double& pct) {
+           o.min_agreement = pct;
+           o.has_min_agreement = true;
+         },
+         "Exit 1 when operator agreement (percent of A's aligned kernel time) is below PCT")
+      ->option_text("PCT");
+  cmd->footer(
+      "Kernels are taken in start order and aligned by their normalized name (never by timestamps); each aligned\n"
+      "pair compares operator, top-level operator, module path and ncu row.\n"
+      "Exit status: 0 done, 1 operator agreement below --min-agreement, 2 bad input.");
+}
+
+int run_compare(const CompareOptions& o) {
+  if (o.has_min_agreement && !(o.min_agreement >= 0 && o.min_agreement <= 100))
+    throw InputError("--min-agreement", fmt::format("{} is not a percentage from 0 to 100", o.min_agreement));
+  const ProfileReader a(o.a);
+  const ProfileReader b(o.b);
+  opprof::CompareOptions options;
+  options.all_activity = o.all_activity;
+  options.top = static_cast<std::size_t>(std::max(0, o.top));
+  const ProfileComparison c = compare_profiles(a, b, options);
+  fmt::print("{}", o.json ? render_comparison_json(c) : render_comparison_text(c));
+  std::fflush(stdout);
+  if (o.has_min_agreement && !(c.op.pct >= o.min_agreement)) {
+    if (std::isfinite(c.op.pct))
+      fmt::print(stderr, "opprof: operator agreement {:.2f}% is below --min-agreement {}%\n", c.op.pct, o.min_agreement);
+    else
+      fmt::print(stderr, "opprof: operator agreement is unknown (no aligned kernel time): below --min-agreement {}%\n",
+                 o.min_agreement);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace opprof::cli
