@@ -68,6 +68,7 @@ Agreement agreement(const Attributed& tracer, const Attributed& torch) {
     total += d;
     const bool op = tracer.tl.str(tracer.attr.op[x]) == torch.tl.str(torch.attr.op[y]);
     const bool module = tracer.tl.str(tracer.attr.module[x]) == torch.tl.str(torch.attr.module[y]);
+    EXPECT_EQ(tracer.tl.str(tracer.attr.top_op[x]), torch.tl.str(torch.attr.top_op[y])) << "kernel " << i;
     EXPECT_TRUE(op) << "kernel " << i << " " << tracer.tl.str(tracer.tl.kernels.name[x]) << ": tracer "
                     << tracer.tl.str(tracer.attr.op[x]) << ", torch " << torch.tl.str(torch.attr.op[y]);
     same_op += op ? d : 0;

@@ -247,6 +247,9 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
   // A generated kernel is what the call names; so is a library kernel that only a coarse enclosure
   // placed. The launcher range correlation found for a generated kernel carries the same name.
   if (vague || a.op[i] == kNoString) a.op[i] = p.callee;
+  // Nothing encloses a wrapper call in a compiled graph: without a range around its launch (the tracer
+  // records no Triton launcher ranges, torch.profiler does), the call is also the top-level operator.
+  if (vague || a.top_op[i] == kNoString) a.top_op[i] = a.op[i];
   a.path[i] = AttributionPath::kFusion;
   a.confidence[i] = p.generated ? 1.0f : 0.9f;
   a.reason[i] = kNoString;
