@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "golden_checks.hpp"
 #include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/ingest/kineto.hpp"
@@ -42,20 +43,9 @@ Profiled run(const std::string& name, bool compiled) {
   return p;
 }
 
-// Every matched pair agrees on grid and block, checked here from the raw data rather than trusted.
 void expect_exact_matching(const Profiled& p) {
-  EXPECT_EQ(p.match.matched, p.ncu.rows());
+  opprof::testing::expect_ncu_matches_every_kernel(p.tl, p.ncu, p.match);
   EXPECT_EQ(p.match.matched, p.cov.kernels);
-  EXPECT_TRUE(p.match.unmatched_rows.empty());
-  EXPECT_TRUE(p.match.unmatched_kernels.empty());
-  for (std::size_t k = 0; k < p.tl.kernels.size(); ++k) {
-    std::uint32_t row = p.match.ncu_row_for_kernel[k];
-    if (p.tl.kernels.kind[k] != ActivityKind::kKernel) continue;
-    ASSERT_NE(row, kNoIndex) << "kernel " << k;
-    EXPECT_EQ(p.tl.kernels.grid[k], p.ncu.grid[row]) << "kernel " << k;
-    EXPECT_EQ(p.tl.kernels.block[k], p.ncu.block[row]) << "kernel " << k;
-    EXPECT_EQ(kernel_match_name(p.tl.str(p.tl.kernels.name[k])), kernel_match_name(p.ncu.kernel_name[row]));
-  }
   EXPECT_TRUE(p.km.missing.empty());
 }
 

@@ -2,22 +2,26 @@
 // README.md): GPT-2 small eager, compiled and compiled with CUDA graphs, each captured by `opprof profile`
 // with --backend tracer and with --backend torch. The tracer must attribute every kernel to the same
 // operator and module as torch.profiler, match every ncu row, and reach the operators of CUDA-graph
-// replays, which torch.profiler does not.
+// replays.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
-#include <vector>
+#include <utility>
 
+#include "golden_checks.hpp"
 #include "opprof/attribute/engine.hpp"
+#include "opprof/compare/profile_compare.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/ingest/timeline_source.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
+#include "opprof/store/profile_reader.hpp"
 #include "opprof/timeline/timeline.hpp"
 #include "opprof/util/text.hpp"
+#include "profile_fixture.hpp"
 
 using namespace opprof;
 
@@ -41,92 +45,65 @@ Attributed attribute(const std::string& trace, const std::string& inductor_dir) 
   return p;
 }
 
-std::vector<std::size_t> kernels_in_order(const Timeline& tl) {
-  std::vector<std::size_t> out;
-  for (std::size_t k = 0; k < tl.kernels.size(); ++k)
-    if (tl.kernels.kind[k] == ActivityKind::kKernel) out.push_back(k);
-  std::stable_sort(out.begin(), out.end(), [&](std::size_t x, std::size_t y) { return tl.kernels.start_ns[x] < tl.kernels.start_ns[y]; });
-  return out;
+// The two captures of one mode attributed by the CLI and compared as `opprof compare` compares them:
+// kernels aligned by name in invocation order, agreement weighted by kernel time.
+ProfileComparison compare_backends(const std::string& mode, bool compiled) {
+  opprof::testing::TempDir tmp;
+  const std::string inductor = compiled ? " --inductor " + dir(mode + "/inductor") : "";
+  for (const auto& [trace, db] : {std::pair{"torch_trace.json.gz", "torch.db"}, std::pair{"trace.opprof", "tracer.db"}}) {
+    const std::string cmd = std::string(OPPROF_CLI_PATH) + " attribute -q --trace " + dir(mode + "/" + trace) +
+                            inductor + " -o " + tmp.file(db);
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  const ProfileComparison c = compare_profiles(ProfileReader(tmp.file("torch.db")), ProfileReader(tmp.file("tracer.db")));
+  std::printf("%s: tracer vs torch.profiler: operator %.2f%%, top-level operator %.2f%%, module %.2f%% of kernel time\n",
+              mode.c_str(), c.op.pct, c.top_op.pct, c.module.pct);
+  return c;
 }
 
-// Pairs the kernels of two captures of the same iteration by invocation order (the same program launches
-// the same kernels) and returns the share of kernel time, by the tracer's durations, on which both agree.
-struct Agreement {
-  double op_pct = 0, module_pct = 0;
-  std::size_t pairs = 0;
-};
-Agreement agreement(const Attributed& tracer, const Attributed& torch) {
-  const auto a = kernels_in_order(tracer.tl), b = kernels_in_order(torch.tl);
-  EXPECT_EQ(a.size(), b.size());
-  Agreement out;
-  std::int64_t total = 0, same_op = 0, same_module = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const std::size_t x = a[i], y = b[i];
-    EXPECT_EQ(kernel_match_name(tracer.tl.str(tracer.tl.kernels.name[x])), kernel_match_name(torch.tl.str(torch.tl.kernels.name[y])))
-        << "kernel " << i;
-    const std::int64_t d = tracer.tl.kernels.end_ns[x] - tracer.tl.kernels.start_ns[x];
-    total += d;
-    const bool op = tracer.tl.str(tracer.attr.op[x]) == torch.tl.str(torch.attr.op[y]);
-    const bool module = tracer.tl.str(tracer.attr.module[x]) == torch.tl.str(torch.attr.module[y]);
-    EXPECT_EQ(tracer.tl.str(tracer.attr.top_op[x]), torch.tl.str(torch.attr.top_op[y])) << "kernel " << i;
-    EXPECT_TRUE(op) << "kernel " << i << " " << tracer.tl.str(tracer.tl.kernels.name[x]) << ": tracer "
-                    << tracer.tl.str(tracer.attr.op[x]) << ", torch " << torch.tl.str(torch.attr.op[y]);
-    same_op += op ? d : 0;
-    same_module += module ? d : 0;
-    ++out.pairs;
-  }
-  out.op_pct = total ? 100.0 * static_cast<double>(same_op) / static_cast<double>(total) : 0;
-  out.module_pct = total ? 100.0 * static_cast<double>(same_module) / static_cast<double>(total) : 0;
-  return out;
+// Every kernel of one backend has its counterpart in the other, with the same operator, top-level
+// operator and module.
+void expect_same_attribution(const ProfileComparison& c, std::size_t kernels) {
+  EXPECT_EQ(c.a.kernels, kernels);
+  EXPECT_EQ(c.b.kernels, kernels);
+  EXPECT_EQ(c.aligned, kernels);
+  EXPECT_TRUE(c.ordered);
+  EXPECT_GE(c.op.pct, 99.0);
+  EXPECT_GE(c.module.pct, 99.0);
+  std::string differing;  // torch / tracer, for the failure message
+  for (const Disagreement& d : c.disagreements)
+    differing += "\n  " + d.kernel + ": operator " + d.op_a + " / " + d.op_b + ", top-level operator " + d.top_op_a +
+                 " / " + d.top_op_b + ", module " + d.module_a + " / " + d.module_b;
+  EXPECT_EQ(c.op.pairs, kernels) << differing;
+  EXPECT_EQ(c.top_op.pairs, kernels) << differing;
 }
 
 void expect_every_ncu_row_matched(const Timeline& tl, const std::string& ncu_csv, std::size_t kernels) {
   const NcuTable ncu = read_ncu_csv(ncu_csv);
-  const NcuMatch m = match_ncu(tl, ncu);
   EXPECT_EQ(ncu.rows(), kernels);
-  EXPECT_EQ(m.matched, kernels);
-  EXPECT_TRUE(m.unmatched_rows.empty());
-  EXPECT_TRUE(m.unmatched_kernels.empty());
-  for (std::size_t k = 0; k < tl.kernels.size(); ++k) {
-    if (tl.kernels.kind[k] != ActivityKind::kKernel) continue;
-    const std::uint32_t row = m.ncu_row_for_kernel[k];
-    ASSERT_NE(row, kNoIndex) << "kernel " << k;
-    EXPECT_EQ(tl.kernels.grid[k], ncu.grid[row]) << "kernel " << k;
-    EXPECT_EQ(tl.kernels.block[k], ncu.block[row]) << "kernel " << k;
-  }
+  opprof::testing::expect_ncu_matches_every_kernel(tl, ncu, match_ncu(tl, ncu));
 }
 
 }  // namespace
 
 TEST(GoldenTracerBackend, EagerGpt2AgreesWithTorchProfilerKernelByKernel) {
   const Attributed tracer = attribute(dir("e/trace.opprof"), "");
-  const Attributed torch = attribute(dir("e/torch_trace.json.gz"), "");
   EXPECT_EQ(tracer.tl.metadata.at("source"), "opprof-tracer");
   EXPECT_EQ(tracer.cov.kernels, 219u);
   EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
   EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.module_attributed_ns), 100.0);
-  const Agreement g = agreement(tracer, torch);
-  std::printf("eager: tracer vs torch.profiler: operator %.2f%%, module %.2f%% of kernel time\n", g.op_pct, g.module_pct);
-  EXPECT_EQ(g.pairs, 219u);
-  EXPECT_GE(g.op_pct, 99.0);
-  EXPECT_GE(g.module_pct, 99.0);
+  expect_same_attribution(compare_backends("e", /*compiled=*/false), 219);
   expect_every_ncu_row_matched(tracer.tl, dir("e/ncu.csv.gz"), 219);
 }
 
 TEST(GoldenTracerBackend, CompiledGpt2AgreesWithTorchProfilerKernelByKernel) {
   const Attributed tracer = attribute(dir("c/trace.opprof"), dir("c/inductor"));
-  const Attributed torch = attribute(dir("c/torch_trace.json.gz"), dir("c/inductor"));
   EXPECT_EQ(tracer.cov.kernels, 126u);
   EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
   EXPECT_GE(tracer.cov.pct(tracer.cov.module_attributed_ns), 99.0);
   // Dynamo's region reaches the reader as a region, not an operator, so fusion lines its launches up.
   EXPECT_GT(tracer.cov.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
-  const Agreement g = agreement(tracer, torch);
-  std::printf("compiled: tracer vs torch.profiler: operator %.2f%%, module %.2f%% of kernel time\n", g.op_pct,
-              g.module_pct);
-  EXPECT_EQ(g.pairs, 126u);
-  EXPECT_GE(g.op_pct, 99.0);
-  EXPECT_GE(g.module_pct, 99.0);
+  expect_same_attribution(compare_backends("c", /*compiled=*/true), 126);
   expect_every_ncu_row_matched(tracer.tl, dir("c/ncu.csv.gz"), 126);
 }
 
@@ -153,10 +130,5 @@ TEST(GoldenTracerBackend, CudaGraphReplaysReachTheirOperatorsThroughTheWrapperCa
 
   // torch.profiler sees each replay as one graph launch; the same wrapper-call alignment gives its kernels
   // the same operators and modules.
-  const Attributed torch = attribute(dir("ro/torch_trace.json.gz"), dir("ro/inductor"));
-  const Agreement g = agreement(tracer, torch);
-  std::printf("reduce-overhead: tracer vs torch.profiler: operator %.2f%%, module %.2f%% of kernel time\n", g.op_pct,
-              g.module_pct);
-  EXPECT_GE(g.op_pct, 99.0);
-  EXPECT_GE(g.module_pct, 99.0);
+  expect_same_attribution(compare_backends("ro", /*compiled=*/true), 127);
 }
