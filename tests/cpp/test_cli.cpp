@@ -21,8 +21,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(OPPROF_CLI_PATH) + " " + args + " 2>&1";
+// env: "NAME=value ..." assignments for the command's environment, or empty.
+Result run(const std::string& args, const std::string& env = "") {
+  std::string cmd = (env.empty() ? "" : env + " ") + std::string(OPPROF_CLI_PATH) + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -186,20 +187,12 @@ TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
         "touch $out.ncu-rep\n");
   fs::permissions(path("python3"), fs::perms::owner_all);
   fs::permissions(path("ncu"), fs::perms::owner_all);
-  Result r;
-  const std::string env = "OPPROF_TRACER_LIB=" + path("libopprof_tracer.so") +
-                          " OPPROF_TORCH_OBSERVER_LIB=" + path("libopprof_torch_observer.so") + " ";
-  std::string cmd = env + std::string(OPPROF_CLI_PATH) + " profile " + std::string(OPPROF_FIXTURES_DIR) +
-                    "/../../examples/gpt2.py --compile inductor --python " + path("python3") + " --ncu " + path("ncu") +
-                    " -o " + path("out2") + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int raw = pclose(p);
-  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << r.output;
-  EXPECT_TRUE(fs::exists(fs::path(path("out2")) / "trace.opprof"));
+  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
+                     path("python3") + " --ncu " + path("ncu") + " -o " + path("out"),
+                 "OPPROF_TRACER_LIB=" + path("libopprof_tracer.so") +
+                     " OPPROF_TORCH_OBSERVER_LIB=" + path("libopprof_torch_observer.so"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(fs::path(path("out")) / "trace.opprof"));
   std::ifstream log(path("env.log"));
   std::string timeline, counters, line;
   while (std::getline(log, line)) {
@@ -209,7 +202,7 @@ TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
   EXPECT_EQ(timeline, "timeline injection=" + path("libopprof_tracer.so") + " nvtx=" + path("libopprof_tracer.so") +
                           " observer=" + path("libopprof_torch_observer.so") + " window=1");
   EXPECT_EQ(counters, "counters injection=none nvtx=none");
-  Result j = run("report --json " + path("out2") + "/profile.db");
+  Result j = run("report --json " + path("out") + "/profile.db");
   EXPECT_NE(j.output.find("\"matched\": 126"), std::string::npos) << j.output.substr(0, 2000);
   EXPECT_NE(j.output.find("opprof-tracer"), std::string::npos);
 }
