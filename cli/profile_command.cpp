@@ -112,15 +112,6 @@ std::string find_backend_library(const char* env_var, const std::string& file, c
   return {};
 }
 
-std::string find_tracer_library() {
-  std::string where;
-  std::string lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &where);
-  if (lib.empty())
-    throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + where +
-                                             "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
-  return lib;
-}
-
 // The capture runner's arguments common to both passes.
 std::vector<std::string> capture_args(const ProfileOptions& o, const std::string& pass, const fs::path& out) {
   std::vector<std::string> a = {o.python, "-m", "opprof.capture", "--pass", pass, "--out", out.string(),
@@ -221,12 +212,16 @@ int run_profile(ProfileOptions o) {
   auto say = [&](const std::string& s) {
     if (!o.quiet) fmt::print(stderr, "opprof: {}\n", s);
   };
-  std::string tracer_where;
+  // The tracer library, looked up once: `auto` picks the backend by it, `tracer` requires it.
+  std::string tracer_lib, tracer_where;
+  if (o.backend != "torch")
+    tracer_lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &tracer_where);
+  if (o.backend == "tracer" && tracer_lib.empty())
+    throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + tracer_where +
+                                             "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
   if (o.backend == "auto") {
-    const bool have_tracer =
-        !find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &tracer_where).empty();
-    o.backend = have_tracer ? "tracer" : "torch";
-    if (!have_tracer)
+    o.backend = tracer_lib.empty() ? "torch" : "tracer";
+    if (tracer_lib.empty())
       say("backend: torch.profiler (libopprof_tracer.so not found at " + tracer_where +
           "; build opprof where CUPTI is installed for the lighter tracer backend)");
   }
@@ -278,12 +273,11 @@ int run_profile(ProfileOptions o) {
   pass_a.argv = capture_args(o, "timeline", out);
   pass_a.env = python_env();
   if (tracer) {
-    const std::string lib = find_tracer_library();
-    pass_a.env["CUDA_INJECTION64_PATH"] = lib;
-    pass_a.env["NVTX_INJECTION64_PATH"] = lib;
+    pass_a.env["CUDA_INJECTION64_PATH"] = tracer_lib;
+    pass_a.env["NVTX_INJECTION64_PATH"] = tracer_lib;
     pass_a.env["OPPROF_TRACE_FILE"] = trace.string();
     pass_a.env["OPPROF_TRACE_WINDOW"] = "1";
-    say("tracer: " + lib);
+    say("tracer: " + tracer_lib);
     // Operator ranges: the observer library when built (for the torch it was built against; the capture
     // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
     std::string where;
