@@ -225,13 +225,14 @@ TEST(AttributionEngine, LibraryKernelsWithoutOperatorRangesTakeTheLibraryCallsBe
   EXPECT_EQ(b.op(a, sdpa), "aten::_scaled_dot_product_efficient_attention");
 }
 
-TEST(AlignByName, FindsTheLongestCommonSubsequence) {
+TEST(AlignInOrder, FindsTheLongestCommonSubsequence) {
   std::vector<std::string_view> a{"x", "a", "b", "c", "y"};
   std::vector<std::string_view> b{"a", "z", "b", "c"};
-  auto pairs = align_by_name(a, b);
+  auto same = [&](std::size_t i, std::size_t j) { return a[i] == b[j]; };
+  auto pairs = align_in_order(a.size(), b.size(), same);
   ASSERT_EQ(pairs.size(), 3u);
   EXPECT_EQ(pairs[0], std::make_pair(std::size_t{1}, std::size_t{0}));
   EXPECT_EQ(pairs[2], std::make_pair(std::size_t{3}, std::size_t{3}));
-  auto greedy = align_by_name(a, b, /*max_cells=*/1);
+  auto greedy = align_in_order(a.size(), b.size(), same, /*max_cells=*/1);
   EXPECT_EQ(greedy.size(), 3u);
 }

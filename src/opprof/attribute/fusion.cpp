@@ -1,9 +1,9 @@
-#include <functional>
 #include "opprof/attribute/fusion.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -50,12 +50,6 @@ std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, s
     }
   }
   return out;
-}
-
-std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector<std::string_view>& a,
-                                                                const std::vector<std::string_view>& b,
-                                                                std::size_t max_cells) {
-  return align_in_order(a.size(), b.size(), [&](std::size_t i, std::size_t j) { return a[i] == b[j]; }, max_cells);
 }
 
 namespace {
@@ -338,8 +332,7 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
           const WrapperCall& call = graph.calls[c];
           if (unit_any_library[u]) return call.kind == WrapperCall::Kind::kExtern;
           return unit_names[u] == call.callee;
-        },
-        16u << 20);
+        });
     std::vector<std::size_t> call_of_unit(unit_names.size(), kNoIndex);
     for (auto [u, c] : pairs) call_of_unit[u] = c;
     // A library call may launch more than one kernel (a GEMM and its split-K reduction): unaligned

@@ -20,14 +20,11 @@ namespace opprof {
 void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadRangeIndexes& threads,
                   const std::vector<std::uint32_t>& launch_of, AttributionTable& a, AttributionNotes* notes);
 
-// Longest common subsequence of two name sequences: pairs (i, j) in increasing order. Uses O(n*m) time
-// and memory up to max_cells, then falls back to greedy in-order matching.
-// The same over two sequences of lengths n and m whose elements eq(i, j) compares.
+// Longest common subsequence of two sequences of lengths n and m whose elements eq(i, j) compares: pairs
+// (i, j) in increasing order, the earliest alignment where several exist. Uses O(n*m) time and memory up
+// to max_cells, then falls back to greedy in-order matching.
 std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, std::size_t m,
                                                                  const std::function<bool(std::size_t, std::size_t)>& eq,
                                                                  std::size_t max_cells = 16u << 20);
-std::vector<std::pair<std::size_t, std::size_t>> align_by_name(const std::vector<std::string_view>& a,
-                                                                const std::vector<std::string_view>& b,
-                                                                std::size_t max_cells = 16u << 20);
 
 }  // namespace opprof
