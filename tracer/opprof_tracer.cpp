@@ -12,6 +12,8 @@
 //    records are not used: they did not arrive on the H200 machine and would need CUPTI as the NVTX injection.
 //
 // Hot path (NVTX push/pop): a thread-local stack and a thread-local byte buffer, no locks, no formatting.
+// Operator ranges of the torch observer (kDeferredRangeDomain) are written only at the first launch inside
+// them; window-only mode switches GPU activity recording with the window.
 // A thread's buffer is written to the file in one write() when full (under a mutex, once per 64 KiB),
 // when the thread exits, and at process exit.
 // cupti.h brings the launch callbacks' parameter structs (generated_cuda_*_meta.h) too.
@@ -90,9 +92,10 @@ struct Output {
   int fd = -1;
   std::mutex write_mu;  // serializes whole chunks; never taken per record
   bool window_only = false;
-  std::atomic<std::uint64_t> records{0};
   std::atomic<std::uint32_t> next_string_id{1};
   std::atomic<bool> finished{false};
+  bool defer_operators = true;  // OPPROF_TRACE_DEFER_OPERATORS=0 writes every kDeferredRangeDomain range
+  bool switch_at_windows = true;  // OPPROF_TRACE_WINDOW_SWITCH=0 keeps GPU activity on outside windows too
 };
 Output g_out;
 std::once_flag g_open_once;
@@ -116,6 +119,10 @@ void write_chunk(const char* data, std::size_t n) {
 void open_output() {
   std::call_once(g_open_once, [] {
     g_out.window_only = env_flag("OPPROF_TRACE_WINDOW");
+    if (const char* v = std::getenv("OPPROF_TRACE_DEFER_OPERATORS"); v != nullptr && std::strcmp(v, "0") == 0)
+      g_out.defer_operators = false;
+    if (const char* v = std::getenv("OPPROF_TRACE_WINDOW_SWITCH"); v != nullptr && std::strcmp(v, "0") == 0)
+      g_out.switch_at_windows = false;
     std::string path;
     if (const char* p = std::getenv("OPPROF_TRACE_FILE"); p != nullptr && *p != '\0') {
       path = p;
@@ -181,9 +188,12 @@ struct StringCache {
 };
 
 struct StackItem {
+  const char* pending_text;  // a deferred range's text, not interned yet (null once it is)
+  std::uint64_t start_ns;
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
-  bool written;  // the push record was written (false for pushes outside the window in window mode)
+  std::uint32_t category;
+  bool written;  // the push record was written
 };
 
 struct ThreadLog {
@@ -192,7 +202,10 @@ struct ThreadLog {
   ThreadLog* next = nullptr;        // registry of every ThreadLog ever made
   std::uint64_t tid = 0;
   std::uint32_t used = 0;
+  // Records appended by this thread; a plain increment by the owner (no locked add per record), read at exit.
+  std::atomic<std::uint64_t> records{0};
   std::vector<StackItem> stack;
+  std::uint32_t unwritten = 0;  // items of `stack` whose push record is not written yet
   StringCache cache;
   std::string utf8;  // scratch for wide-character NVTX texts
   alignas(64) char data[kThreadBufferBytes];
@@ -239,6 +252,7 @@ struct ThreadLogRelease {
     }
     flush_buffer(*log);
     log->stack.clear();
+    log->unwritten = 0;
     log->busy.store(false, std::memory_order_release);
     t_log = nullptr;
     log->in_use.store(false, std::memory_order_release);
@@ -281,7 +295,7 @@ void append(ThreadLog& t, RecordType type, const T& fixed, const void* tail = nu
   char* out = reserve(t, record_bytes<T>(tail_bytes));
   char* end = put_record(out, type, fixed, tail, tail_bytes);
   t.used += static_cast<std::uint32_t>(end - out);
-  g_out.records.fetch_add(1, std::memory_order_relaxed);
+  t.records.store(t.records.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 std::uint64_t fnv1a(const char* s, std::size_t n) {
@@ -385,6 +399,8 @@ struct WindowSnapshot {
   }
 };
 
+void sync_recording();
+
 void window_event(bool start, std::uint32_t correlation) {
   ThreadLog& t = this_thread_log();
   {
@@ -400,6 +416,7 @@ void window_event(bool start, std::uint32_t correlation) {
     }
     g_window_open.store(start);
   }
+  sync_recording();
   Appending a(t);
   WindowRecord r{cupti_now(), t.tid, correlation, 0};
   append(t, start ? RecordType::kWindowStart : RecordType::kWindowStop, r);
@@ -410,6 +427,7 @@ void window_event(bool start, std::uint32_t correlation) {
 
 struct Domain {
   std::uint32_t name_sid;
+  bool deferred;  // kDeferredRangeDomain: push/pop ranges are written only if a launch happens inside
 };
 struct RegisteredString {
   std::uint32_t sid;
@@ -434,6 +452,12 @@ std::uint32_t message_sid(ThreadLog& t, const nvtxEventAttributes_t* a) {
 
 std::uint32_t category_of(const nvtxEventAttributes_t* a) { return a == nullptr ? 0u : a->category; }
 
+int domain_level(const ThreadLog& t, std::uint32_t dom) {
+  int level = 0;
+  for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
+  return level;
+}
+
 // The text id is computed by the caller so the three push flavours share this body.
 template <typename TextFn>
 int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
@@ -441,15 +465,48 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
   Appending a(t);
   // Interned even outside the window: a graph node captured under this range names it by this id.
   const std::uint32_t sid = text(t);
+  const std::uint64_t start = cupti_now();
   const bool write = nvtx_recording();
   if (write) {
-    NvtxPushRecord r{cupti_now(), t.tid, sid, dom, category, 0};
+    NvtxPushRecord r{start, t.tid, sid, dom, category, 0};
     append(t, RecordType::kNvtxPush, r);
+  } else {
+    ++t.unwritten;  // written if a launch happens inside it once a window is open
   }
-  int level = 0;
-  for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
-  t.stack.push_back(StackItem{sid, dom, write});
+  const int level = domain_level(t, dom);
+  t.stack.push_back(StackItem{nullptr, start, sid, dom, category, write});
   return level;
+}
+
+// A range of the deferred domain (PyTorch operators from the opprof torch observer, most of which launch
+// nothing): only its start time and text pointer are kept; materialize() writes it if a launch happens
+// inside it, and its pop is dropped otherwise. The domain's contract is that the text stays valid until
+// the range is popped (the observer passes the RecordFunction's own name).
+int push_deferred(std::uint32_t dom, std::uint32_t category, const char* text) {
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  const int level = domain_level(t, dom);
+  t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, false});
+  ++t.unwritten;
+  return level;
+}
+
+// Interns the pending texts of the thread's open ranges and, when `write`, writes the push records not
+// written yet (with their own start times: within a thread the reader orders records by time). Called
+// with the thread's log held (Appending).
+void materialize(ThreadLog& t, bool write) {
+  for (StackItem& s : t.stack) {
+    if (s.pending_text != nullptr) {
+      s.text_sid = intern(t, s.pending_text);
+      s.pending_text = nullptr;
+    }
+    if (write && !s.written) {
+      NvtxPushRecord r{s.start_ns, t.tid, s.text_sid, s.domain_sid, s.category, 0};
+      append(t, RecordType::kNvtxPush, r);
+      s.written = true;
+      --t.unwritten;
+    }
+  }
 }
 
 int pop_range(std::uint32_t dom) {
@@ -463,12 +520,23 @@ int pop_range(std::uint32_t dom) {
     if (written) {
       NvtxPopRecord r{cupti_now(), t.tid, dom, 0};
       append(t, RecordType::kNvtxPop, r);
+    } else {
+      --t.unwritten;
     }
-    int level = 0;
-    for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
-    return level;
+    return domain_level(t, dom);
   }
   return -1;  // NVTX's "no range open" answer
+}
+
+// The thread's open ranges as graph-node stack entries (at most kMaxStackDepth, outermost first).
+std::uint32_t stack_entries(ThreadLog& t, StackEntry (&entries)[kMaxStackDepth]) {
+  materialize(t, false);
+  std::uint32_t depth = 0;
+  for (const StackItem& s : t.stack) {
+    if (depth == kMaxStackDepth) break;
+    entries[depth++] = StackEntry{s.text_sid, s.domain_sid};
+  }
+  return depth;
 }
 
 // Range ids: a process-wide counter; the top bit says the start record was written (window mode).
@@ -560,6 +628,9 @@ nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventA
 }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end_range(id); }
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  if (d != nullptr && reinterpret_cast<const Domain*>(d)->deferred && a != nullptr &&
+      a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii != nullptr)
+    return push_deferred(domain_sid(d), a->category, a->message.ascii);
   return push_range(domain_sid(d), category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop_range(domain_sid(d)); }
@@ -585,13 +656,13 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
   ThreadLog& t = this_thread_log();
   Appending a(t);
-  auto* d = new Domain{intern(t, name)};
+  auto* d = new Domain{intern(t, name), g_out.defer_operators && name != nullptr && kDeferredRangeDomain == name};
   return reinterpret_cast<nvtxDomainHandle_t>(d);
 }
 nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
   ThreadLog& t = this_thread_log();
   Appending a(t);
-  auto* d = new Domain{intern_wide(t, name)};
+  auto* d = new Domain{intern_wide(t, name), false};
   return reinterpret_cast<nvtxDomainHandle_t>(d);
 }
 // Kept alive: ranges recorded in the domain still refer to its name id, and a racing push may read it.
@@ -780,11 +851,7 @@ void on_graph_node_created(const CUpti_GraphData* g) {
   Appending a(t);
   // The creating thread is the capturing one: its NVTX stack is what the node's work belongs to.
   StackEntry entries[kMaxStackDepth];
-  std::uint32_t depth = 0;
-  for (const StackItem& s : t.stack) {
-    if (depth == kMaxStackDepth) break;
-    entries[depth++] = StackEntry{s.text_sid, s.domain_sid};
-  }
+  const std::uint32_t depth = stack_entries(t, entries);
   GraphNodeRecord r{};
   r.node_id = graph_node_id(g->node);
   r.ts_ns = cupti_now();
@@ -901,6 +968,47 @@ CaptureState query_capture(CUstream stream) {
 }
 
 std::atomic<int> g_active_captures{0};  // BeginCapture..EndCapture spans open in the process
+
+// What CUPTI records, and when. Window-only mode records GPU activity (kernels, memcpy, memset) only while a
+// window is open, and takes launch callbacks only then or while a stream is being captured (its nodes replay
+// later, inside a window, and need the stacks of capture time): outside its windows a process pays little.
+// Without window mode everything is on from start-up. API records stay on from start-up in both modes (the
+// buffer-completed callback drops those outside the windows): on the H200 machine, per-API records enabled
+// from inside the cudaProfilerStart callback never arrived, although CUPTI reported success.
+constexpr CUpti_ActivityKind kGpuActivityKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                    CUPTI_ACTIVITY_KIND_MEMSET};
+struct Recording {
+  std::mutex mu;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> launch_callbacks;
+  bool activity_on = false;
+  bool launch_callbacks_on = false;
+  bool failed = false;  // one note per process is enough
+};
+Recording g_recording;
+
+void sync_recording() {
+  Recording& r = g_recording;
+  std::lock_guard<std::mutex> lock(r.mu);
+  const bool activity = !g_out.window_only || !g_out.switch_at_windows || g_window_open.load();
+  const bool launches = activity || g_active_captures.load() > 0;
+  bool ok = true;
+  if (activity != r.activity_on) {
+    for (CUpti_ActivityKind kind : kGpuActivityKinds)
+      ok &= (activity ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind)) == CUPTI_SUCCESS;
+    r.activity_on = activity;
+  }
+  if (launches != r.launch_callbacks_on && r.subscriber != nullptr) {
+    for (const auto& [domain, cbid] : r.launch_callbacks)
+      ok &= cuptiEnableCallback(launches ? 1 : 0, r.subscriber, domain, cbid) == CUPTI_SUCCESS;
+    r.launch_callbacks_on = launches;
+  }
+  if (!ok && !r.failed) {
+    r.failed = true;
+    note("CUPTI refused to switch some activity kinds or callbacks: parts of the trace may be missing");
+  }
+}
+
 std::atomic<std::uint64_t> g_synthetic_captures{0};
 
 // Per thread: API callbacks nest (cudaLaunchKernel may call cuLaunchKernel, both enabled); only the
@@ -1014,6 +1122,7 @@ void on_begin_capture(const CUpti_CallbackData* api) {
   t_capture_seq = kSyntheticCaptureBit | (g_synthetic_captures.fetch_add(1, std::memory_order_relaxed) + 1);
   t_last_capture_node = 0;
   g_active_captures.fetch_add(1, std::memory_order_relaxed);
+  sync_recording();
 }
 
 void on_end_capture() {
@@ -1022,6 +1131,7 @@ void on_end_capture() {
   t_capture_seq = 0;
   t_last_capture_node = 0;
   g_active_captures.fetch_sub(1, std::memory_order_relaxed);
+  sync_recording();
 }
 
 void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* api) {
@@ -1064,11 +1174,7 @@ void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CU
     }
   }
   StackEntry entries[kMaxStackDepth];
-  std::uint32_t depth = 0;
-  for (const StackItem& s : t.stack) {
-    if (depth == kMaxStackDepth) break;
-    entries[depth++] = StackEntry{s.text_sid, s.domain_sid};
-  }
+  const std::uint32_t depth = stack_entries(t, entries);
   CaptureLaunchRecord r{};
   r.node_id = node_id;
   r.capture_id = capture_id;
@@ -1083,6 +1189,14 @@ void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CU
   append(t, RecordType::kCaptureLaunch, r, entries, depth * sizeof(StackEntry));
 }
 
+// A launch is about to happen: the deferred ranges around it are written (with their start times).
+void on_launch_enter() {
+  ThreadLog* t = t_log;
+  if (t == nullptr || t->unwritten == 0 || !nvtx_recording()) return;
+  Appending a(*t);
+  materialize(*t, true);
+}
+
 void on_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* api) {
   if (t_in_tracer_query) return;
   const bool profiler_start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
@@ -1094,7 +1208,7 @@ void on_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
     return;
   }
   if (api->callbackSite == CUPTI_API_ENTER) {
-    ++t_api_depth;
+    if (t_api_depth++ == 0 && role_of(domain, cbid) == ApiRole::kLaunch) on_launch_enter();
     return;
   }
   if (t_api_depth > 0) --t_api_depth;
@@ -1107,8 +1221,8 @@ void on_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
   }
 }
 
-// Enables API callbacks for the launch and capture calls of a domain (the classification comes from
-// CUPTI's names, so new launch variants are covered without a list of ids).
+// Enables the callbacks of a domain's capture calls and lists its launch calls for sync_recording (the
+// classification comes from CUPTI's names, so new launch variants are covered without a list of ids).
 void enable_capture_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, std::uint32_t count) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   ApiRole* roles = runtime ? g_runtime_role : g_driver_role;
@@ -1118,13 +1232,15 @@ void enable_capture_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackD
     if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const ApiRole role = classify_api(name, runtime);
     if (role == ApiRole::kOther) continue;
-    if (cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) {
+    if (role == ApiRole::kLaunch) {
+      g_recording.launch_callbacks.emplace_back(domain, cbid);
+    } else if (cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) {
       ++failed;
       continue;
     }
     roles[cbid] = role;
   }
-  if (failed != 0) note("some launch or capture callbacks could not be enabled: fewer captured launches are recorded");
+  if (failed != 0) note("some capture callbacks could not be enabled: fewer captured launches are recorded");
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -1156,10 +1272,10 @@ bool api_wanted(const char* name, bool runtime) {
   return false;
 }
 
-std::size_t enable_api_records(CUpti_CallbackDomain domain, std::uint32_t count) {
+// Enables the records of the wanted API calls and names them in the log.
+void enable_api_records(CUpti_CallbackDomain domain, std::uint32_t count) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   ThreadLog& t = this_thread_log();
-  std::size_t enabled = 0;
   for (std::uint32_t cbid = 1; cbid < count; ++cbid) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
@@ -1169,9 +1285,7 @@ std::size_t enable_api_records(CUpti_CallbackDomain domain, std::uint32_t count)
     Appending a(t);
     ApiNameRecord r{runtime ? kApiDomainRuntime : kApiDomainDriver, cbid, intern(t, name), 0};
     append(t, RecordType::kApiName, r);
-    ++enabled;
   }
-  return enabled;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1194,7 +1308,10 @@ void at_exit() {
     Appending a(t);
     DroppedRecord d{0, g_pool_exhausted.load()};
     if (d.pool_exhausted_requests != 0) append(t, RecordType::kDropped, d);
-    TrailerRecord r{cupti_now(), clock_ns(CLOCK_MONOTONIC), g_out.records.load(),
+    std::uint64_t records = 0;
+    for (ThreadLog* l = g_thread_logs.load(std::memory_order_acquire); l != nullptr; l = l->next)
+      records += l->records.load(std::memory_order_relaxed);
+    TrailerRecord r{cupti_now(), clock_ns(CLOCK_MONOTONIC), records,
                     g_out.next_string_id.load() - 1u};
     append(t, RecordType::kTrailer, r);
     flush_buffer(t);
@@ -1272,9 +1389,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
     return 0;
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE), "enable DEVICE");
-  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable CONCURRENT_KERNEL");
-  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable MEMCPY");
-  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enable MEMSET");
   enable_api_records(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
   enable_api_records(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
 
@@ -1296,7 +1410,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
           "callback GRAPHEXEC_CREATED");
     enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
     enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    std::lock_guard<std::mutex> lock(g_recording.mu);
+    g_recording.subscriber = subscriber;
   }
+  sync_recording();
   {
     ThreadLog& t = this_thread_log();
     Appending a(t);

@@ -545,5 +545,39 @@ TEST(TracerLog, TorchObserverRangesBecomeOperatorsAndAnnotations) {
   EXPECT_EQ(tl.ranges.end_ns[step], 1700);
 }
 
+// The tracer writes a deferred (observer) range's push record at the first launch inside it, after records
+// of ranges opened later: the reader nests by time, not by file order.
+TEST(TracerLog, DeferredPushRecordsWrittenLateNestByTheirStartTime) {
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "opprof.torch").string(2, "nn.Module: blocks.0").string(3, "aten::linear").string(4, "aten::addmm");
+  // aten::linear (1100) opened first, then the module range (1150, written at once), then aten::addmm
+  // (1200); the launch at 1300 writes the two deferred pushes.
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1150, 100, 2, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 100, 3, 1, 1, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 100, 4, 1, 1, 0});
+  b.add(RecordType::kApiCall, ApiCallRecord{1300, 1310, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1320, 100, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1330, 100, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1340, 100, 1, 0});
+  b.add(RecordType::kKernel, kernel(4, 1400, 1450, 11));
+  b.add(RecordType::kTrailer, TrailerRecord{2000, 6000, 9, 4});
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+
+  const std::size_t linear = find_range(tl, "aten::linear");
+  const std::size_t module = find_range(tl, "blocks.0");
+  const std::size_t addmm = find_range(tl, "aten::addmm");
+  ASSERT_NE(linear, kNoIndex);
+  ASSERT_NE(module, kNoIndex);
+  ASSERT_NE(addmm, kNoIndex);
+  EXPECT_EQ(tl.ranges.depth[linear], 0);
+  EXPECT_EQ(tl.ranges.depth[module], 1);
+  EXPECT_EQ(tl.ranges.depth[addmm], 2);
+  EXPECT_EQ(tl.ranges.start_ns[linear], 1100);
+  EXPECT_EQ(tl.ranges.end_ns[addmm], 1320);
+  EXPECT_EQ(tl.ranges.end_ns[module], 1330);
+  EXPECT_EQ(tl.ranges.end_ns[linear], 1340);
+}
+
 }  // namespace
 }  // namespace opprof

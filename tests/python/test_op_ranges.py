@@ -123,37 +123,55 @@ def test_candidate_paths_follow_the_injected_tracer(tmp_path):
         op_ranges.Path("/x.so")]
 
 
-@pytest.mark.slow
-def test_observer_records_operators_and_record_function_ranges_through_the_tracer(tmp_path):
+_OBSERVER_PROGRAM = textwrap.dedent("""
+    import torch
+    from torch import nn
+    from opprof.op_ranges import OperatorRanges
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    model(torch.randn(2, 8))  # outside: not recorded
+    with OperatorRanges() as ranges:
+        assert ranges.source == "observer", ranges.describe()
+        with torch.autograd.profiler.record_function("my_step"):
+            model(torch.randn(2, 8))
+    model(torch.randn(2, 8))  # after: not recorded
+""")
+
+
+def _trace_observer_program(tmp_path, **env_extra):
+    """Runs _OBSERVER_PROGRAM on the CPU under the tracer's NVTX injection; the dump's push lines and summary."""
     if not (TRACER.is_file() and OBSERVER.is_file() and DUMP.is_file()):
         pytest.skip("build/ has no tracer or observer (make build where CUPTI and torch are installed)")
     log = tmp_path / "trace.opprof"
-    program = textwrap.dedent("""
-        import torch
-        from torch import nn
-        from opprof.op_ranges import OperatorRanges
-        model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
-        model(torch.randn(2, 8))  # outside: not recorded
-        with OperatorRanges() as ranges:
-            assert ranges.source == "observer", ranges.describe()
-            with torch.autograd.profiler.record_function("my_step"):
-                model(torch.randn(2, 8))
-        model(torch.randn(2, 8))  # after: not recorded
-    """)
     env = dict(os.environ)
     env.update({"NVTX_INJECTION64_PATH": str(TRACER), "OPPROF_TRACE_FILE": str(log),
-                "OPPROF_TORCH_OBSERVER_LIB": str(OBSERVER), "PYTHONPATH": str(PYTHON_DIR)})
-    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+                "OPPROF_TORCH_OBSERVER_LIB": str(OBSERVER), "PYTHONPATH": str(PYTHON_DIR), **env_extra})
+    done = subprocess.run([sys.executable, "-c", _OBSERVER_PROGRAM], env=env, capture_output=True, text=True,
+                          timeout=120)
     if "was built for torch" in done.stderr:
         pytest.skip("build/'s observer was built against another torch")
     assert done.returncode == 0, done.stderr
     dump = subprocess.run([str(DUMP), str(log), "--first", "100000"], capture_output=True, text=True, timeout=60)
     assert dump.returncode == 0, dump.stderr
     pushes = [line for line in dump.stdout.splitlines() if line.startswith("first: push ")]
-    observer_pushes = [line for line in pushes if 'domain="opprof.torch"' in line]
-    texts = [line.split('"')[1] for line in observer_pushes]
+    summary = next(line for line in dump.stdout.splitlines() if line.startswith("timeline "))
+    return pushes, summary
+
+
+@pytest.mark.slow
+def test_observer_records_operators_and_record_function_ranges_through_the_tracer(tmp_path):
+    # Deferral off: every operator range is written, launch or not.
+    pushes, summary = _trace_observer_program(tmp_path, OPPROF_TRACE_DEFER_OPERATORS="0")
+    texts = [line.split('"')[1] for line in pushes if 'domain="opprof.torch"' in line]
     assert "my_step" in texts and "aten::linear" in texts and "aten::relu" in texts
     assert texts.count("aten::linear") == 1  # only the call inside the context
-    summary = next(line for line in dump.stdout.splitlines() if line.startswith("timeline "))
     assert " annotation=1" in summary  # my_step: a record_function range
     assert " operator=" in summary
+
+
+@pytest.mark.slow
+def test_the_tracer_drops_operator_ranges_that_launch_nothing(tmp_path):
+    # By default the tracer writes an observer range only when a launch happens inside it; on the CPU
+    # nothing launches, so none of the operators (nor my_step, which the observer reports too) is written.
+    pushes, summary = _trace_observer_program(tmp_path)
+    assert not [line for line in pushes if 'domain="opprof.torch"' in line], pushes
+    assert " operator=" not in summary and " annotation=" not in summary

@@ -31,6 +31,8 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, st
   // Dynamo opens its region with a RecordFunction of the function scope (_RecordFunctionFast): a region
   // by its text, whatever the observer's category says.
   if (starts_with(text, kCompiledRegionPrefix)) return RangeKind::kCompiledRegion;
+  static_assert(kTorchObserverDomain == tracelog::kDeferredRangeDomain,
+                "the tracer defers exactly the observer's operator ranges");
   const bool observer = category >= 0 && domain == kTorchObserverDomain;
   if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",

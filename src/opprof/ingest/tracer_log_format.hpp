@@ -8,8 +8,9 @@
 // variable tail. Readers skip record types they do not know (size tells them how far), and read only the
 // fixed part they know of a payload that a newer minor version made longer. All integers are
 // little-endian with fixed widths; the structs below have no implicit padding (static_asserts check it),
-// so a record is written and read with one memcpy. Records of different threads interleave in chunks:
-// within one thread they are in time order, across threads readers sort by timestamp.
+// so a record is written and read with one memcpy. Records of different threads interleave in chunks;
+// readers sort by timestamp. Within one thread records are in time order, except the push records of
+// deferred ranges (kDeferredRangeDomain), which are written at the first launch inside the range.
 // docs/tracer.md describes each record.
 #include <bit>
 #include <cstddef>
@@ -29,6 +30,13 @@ inline constexpr char kMagic[8] = {'O', 'P', 'P', 'R', 'O', 'F', 'T', 'R'};
 // of its major (minor versions only add record types or append fields to payloads).
 inline constexpr std::uint16_t kFormatMajor = 1;
 inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: kCaptureLaunch
+
+// NVTX push/pop ranges of this domain (the opprof torch observer's PyTorch operators) are deferred by the
+// tracer: a range is written only if a kernel, memcpy or memset is launched inside it, its push record
+// then (carrying its start time). Most operators launch nothing, and their ranges would cost the traced
+// process a clock read, an interned text and two records each. The domain's producer guarantees that a
+// range's text stays valid until the range is popped.
+inline constexpr std::string_view kDeferredRangeDomain = "opprof.torch";
 
 // FileHeader::flags
 inline constexpr std::uint32_t kFlagWindowOnly = 1u << 0;  // OPPROF_TRACE_WINDOW=1: activity outside windows dropped
