@@ -1,32 +1,37 @@
 #!/usr/bin/env python3
-"""Step-time overhead of opprof's capture backends on GPT-2 small, one mode per process.
+"""Step-time overhead of opprof's capture backends on GPT-2 small, in interleaved blocks inside one process.
 
-  python scripts/overhead_gpt2.py --compile eager --mode none
-  python scripts/overhead_gpt2.py --compile inductor --mode torch_profiler
+  # the tracer: the process must be started with the tracer injected, in window-only mode
   CUDA_INJECTION64_PATH=.../libopprof_tracer.so NVTX_INJECTION64_PATH=... OPPROF_TRACE_FILE=t.opprof \\
-      OPPROF_TRACE_WINDOW=1 python scripts/overhead_gpt2.py --compile eager --mode tracer
+      OPPROF_TRACE_WINDOW=1 python scripts/overhead_gpt2.py --compile eager --backend tracer
+  # torch.profiler (a process without the tracer: both would subscribe to CUPTI)
+  python scripts/overhead_gpt2.py --compile inductor --backend torch
 
-Runs 10 warm-up steps, then 50 measured steps, each timed with CUDA events around the step and followed
-by torch.cuda.synchronize(); prints one line "overhead compile=.. mode=.. median_ms=.. ..." (the median).
-What is active over the 50 steps is what pass A of `opprof profile` runs:
+The machine a GPU is lent on drifts by tens of percent over minutes, so modes compared in separate processes
+minutes apart measure the drift. Here the compared conditions alternate in blocks of --block steps, for
+--rounds rounds, in one process (10 x 5 = 50 measured steps per condition by default, after 10 warm-up
+steps); each step is timed with CUDA events and followed by torch.cuda.synchronize(). Printed per condition:
+the median step over all its steps, and the overhead as the median over rounds of (block median / the same
+round's "none" block median - 1).
+
+Conditions, --backend tracer (what pass A of `opprof profile --backend tracer` runs):
+  none         nothing: the tracer's window is closed, in which window-only mode it records nothing (no GPU
+               activity, no API records, no launch callbacks)
+  tracer_bare  window open: kernels, memcpy/memset, launch API calls; no ranges
+  tracer       window open, operator ranges (opprof.op_ranges: the torch observer, else emit_nvtx) and, eager,
+               module ranges from forward wrappers (ModuleForwardRanges)
+Conditions, --backend torch:
   none            nothing
-  torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]); eager: the module-range hooks
+  torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]), eager with the module-range hooks
                   (record_function); the trace is not exported (not part of a step)
-  tracer          the process was started with libopprof_tracer.so injected (the driver sets the
-                  environment); operator ranges from opprof.op_ranges (the torch observer library, else
-                  emit_nvtx); eager: module ranges as NVTX from forward wrappers (ModuleForwardRanges)
-and, to show where the tracer's cost lies:
-  tracer_bare     the tracer injected, nothing else (kernels, launches, window; no ranges)
-  tracer_emit_nvtx  the tracer with torch's emit_nvtx and, eager, module ranges from global module hooks
-                  (what pass A did before the observer)
-Every mode brackets the 50 steps with torch.cuda.profiler.start()/stop() (the tracer's window; a no-op
-otherwise), so all modes run the same calls. Compiled mode uses torch.compile(model) (default mode);
-its graphs get no module hooks, as in pass A.
+Compiled mode uses torch.compile(model) (default mode); its graphs get no module ranges, as in pass A.
 
---reduce-overhead-check: instead, compiles with mode="reduce-overhead" (CUDA graphs) and runs 1 measured
-step inside the window, with operator ranges on from the first warm-up step on, because CUDA graphs are
+--reduce-overhead-check (tracer only): instead, compiles with mode="reduce-overhead" (CUDA graphs) and runs 1
+measured step inside the window, with operator ranges on from the first warm-up step, because CUDA graphs are
 captured during warm-up and their replayed kernels lead back to the ranges open at capture (the tracer's
 CUDA-graph attribution figure).
+
+One line per condition: "overhead compile=.. backend=.. mode=.. median_ms=.. overhead_pct=.. steps=.. rounds=[..]".
 """
 
 from __future__ import annotations
@@ -38,31 +43,40 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(REPO / "examples"))
 
-WARMUP = 10
-STEPS = 50
+CONDITIONS = {"tracer": ("none", "tracer_bare", "tracer"), "torch": ("none", "torch_profiler")}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile", choices=("eager", "inductor"), required=True)
-    parser.add_argument("--mode", choices=("none", "torch_profiler", "tracer", "tracer_bare", "tracer_emit_nvtx"),
-                        required=True)
-    parser.add_argument("--warmup", type=int, default=WARMUP)
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--backend", choices=tuple(CONDITIONS), required=True)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--block", type=int, default=5, help="steps per condition per round")
     parser.add_argument("--reduce-overhead-check", action="store_true",
                         help='torch.compile(mode="reduce-overhead"), 1 measured step in the window')
     args = parser.parse_args()
+    if min(args.rounds, args.block) < 1 or args.warmup < 0:
+        parser.error("--rounds and --block must be >= 1, --warmup >= 0")
 
-    tracer = args.mode.startswith("tracer")
-    if tracer and not os.environ.get("CUDA_INJECTION64_PATH"):
-        print("error: --mode tracer needs the process started with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH "
-              "pointing at libopprof_tracer.so (scripts/overhead_gpt2.sh sets them)", file=sys.stderr)
+    injected = bool(os.environ.get("CUDA_INJECTION64_PATH"))
+    if args.backend == "tracer" and not (injected and os.environ.get("OPPROF_TRACE_WINDOW") == "1"):
+        print("error: --backend tracer needs the process started with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH "
+              "pointing at libopprof_tracer.so and OPPROF_TRACE_WINDOW=1 (scripts/overhead_gpt2.sh sets them)",
+              file=sys.stderr)
         return 2
+    if args.backend == "torch" and injected:
+        print("error: --backend torch must run without the tracer injected (both would subscribe to CUPTI)",
+              file=sys.stderr)
+        return 2
+    if args.reduce_overhead_check and args.backend != "tracer":
+        parser.error("--reduce-overhead-check runs under the tracer")
 
     import torch
 
@@ -70,6 +84,7 @@ def main() -> int:
         print("error: no CUDA device", file=sys.stderr)
         return 2
     from gpt2 import get_model_and_input
+    from opprof.op_ranges import OperatorRanges
 
     t_setup = time.perf_counter()
     model, inputs = get_model_and_input(device="cuda")
@@ -81,63 +96,76 @@ def main() -> int:
     else:
         runner = model
 
-    hooks = None
-    if not compiled and args.mode not in ("none", "tracer_bare"):
-        from opprof.hooks import ModuleForwardRanges, ModuleRangeHooks, NvtxEmitter
+    start_event = torch.cuda.Event(enable_timing=True)
+    end_event = torch.cuda.Event(enable_timing=True)
 
-        if args.mode == "tracer":
-            hooks = ModuleForwardRanges(model).install()
-        else:
-            hooks = ModuleRangeHooks(model, NvtxEmitter() if tracer else None).install()
+    def timed_steps(count: int) -> list[float]:
+        times = []
+        for _ in range(count):
+            start_event.record()
+            runner(**inputs)
+            end_event.record()
+            torch.cuda.synchronize()
+            times.append(start_event.elapsed_time(end_event))
+        return times
 
-    def step() -> None:
-        runner(**inputs)
+    if args.reduce_overhead_check:
+        return reduce_overhead_check(args, timed_steps, OperatorRanges)
 
-    steps = 1 if args.reduce_overhead_check else args.steps
-    warmup = max(args.warmup, 3) if args.reduce_overhead_check else args.warmup  # cudagraph trees record on step 3
-    times_ms: list[float] = []
-    # CUDA graphs are captured during warm-up: their kernels can only lead back to ranges open then, so the
-    # reduce-overhead check runs emit_nvtx from the first step (the figure it prints depends on it).
-    from opprof.op_ranges import OperatorRanges
+    def condition(name: str) -> contextlib.AbstractContextManager[Any]:
+        stack = contextlib.ExitStack()
+        if name.startswith("tracer"):
+            stack.callback(torch.cuda.profiler.stop)  # the window closes last
+            torch.cuda.profiler.start()
+            if name == "tracer":
+                stack.enter_context(OperatorRanges())
+                if not compiled:
+                    from opprof.hooks import ModuleForwardRanges
 
-    capture_ranges = OperatorRanges() if args.reduce_overhead_check else contextlib.nullcontext()
-    with torch.no_grad(), capture_ranges:
+                    stack.enter_context(ModuleForwardRanges(model))
+        elif name == "torch_profiler":
+            activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+            stack.enter_context(torch.profiler.profile(activities=activities))
+            if not compiled:
+                from opprof.hooks import ModuleRangeHooks
+
+                stack.enter_context(ModuleRangeHooks(model))
+        return stack
+
+    names = CONDITIONS[args.backend]
+    blocks: dict[str, list[list[float]]] = {name: [] for name in names}
+    with torch.no_grad():
         t0 = time.perf_counter()
-        for _ in range(warmup):
-            step()
-        torch.cuda.synchronize()
+        timed_steps(args.warmup)
         warmup_s = time.perf_counter() - t0
+        for _ in range(args.rounds):
+            for name in names:
+                with condition(name):
+                    blocks[name].append(timed_steps(args.block))
+    base = [statistics.median(b) for b in blocks["none"]]
+    for name in names:
+        medians = [statistics.median(b) for b in blocks[name]]
+        overhead = statistics.median(m / n - 1 for m, n in zip(medians, base)) * 100
+        steps = [t for b in blocks[name] for t in b]
+        print(f"overhead compile={args.compile} backend={args.backend} mode={name} "
+              f"median_ms={statistics.median(steps):.3f} overhead_pct={overhead:+.1f} steps={len(steps)} "
+              f"rounds=[{' '.join(f'{m:.3f}' for m in medians)}] warmup_s={warmup_s:.1f} "
+              f"total_s={time.perf_counter() - t_setup:.1f}", flush=True)
+    return 0
 
-        if args.mode == "torch_profiler":
-            active = torch.profiler.profile(
-                activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA])
-        elif args.mode == "tracer" and not args.reduce_overhead_check:
-            active = OperatorRanges()
-        elif args.mode == "tracer_emit_nvtx":
-            active = torch.autograd.profiler.emit_nvtx()
-        else:
-            active = contextlib.nullcontext()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+
+def reduce_overhead_check(args: argparse.Namespace, timed_steps: Callable[[int], list[float]], ranges: Any) -> int:
+    import torch
+
+    warmup = max(args.warmup, 3)  # cudagraph trees record on the third call
+    # CUDA graphs are captured during warm-up: their kernels can only lead back to ranges open then.
+    with torch.no_grad(), ranges() as op_ranges:
+        timed_steps(warmup)
         torch.cuda.profiler.start()
-        with active:
-            for _ in range(steps):
-                start.record()
-                step()
-                end.record()
-                torch.cuda.synchronize()
-                times_ms.append(start.elapsed_time(end))
+        times = timed_steps(1)
         torch.cuda.profiler.stop()
-    if hooks is not None:
-        hooks.uninstall()
-    median = statistics.median(times_ms)
-    ranges = active.describe() if isinstance(active, OperatorRanges) else ""
-    print(f"overhead compile={'reduce-overhead' if args.reduce_overhead_check else args.compile} mode={args.mode} "
-          f"median_ms={median:.3f} min_ms={min(times_ms):.3f} steps={steps} warmup={warmup} "
-          f"warmup_s={warmup_s:.1f} total_s={time.perf_counter() - t_setup:.1f}"
-          + (f" operator_ranges={ranges.split(' ')[0]}" if ranges else ""), flush=True)
-    if ranges:
-        print(f"operator ranges: {ranges}", flush=True)
+    print(f"overhead compile=reduce-overhead backend=tracer mode=tracer median_ms={times[0]:.3f} steps=1 "
+          f"warmup={warmup} operator_ranges={op_ranges.describe().split(' ')[0]}", flush=True)
     return 0
 
 

@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# Step-time overhead of opprof's capture backends on GPT-2 small (scripts/overhead_gpt2.py), on a GPU:
-# eager and torch.compile, each with nothing, torch.profiler (+ module hooks) and the opprof tracer
-# (+ operator ranges + NVTX module ranges) in interleaved rounds, then the tracer's parts (bare; with emit_nvtx
-# and global hooks, the former pass A); one process per run. Prints one table: median step time over 50
-# steps and overhead vs none. Then the CUDA-graph figure: torch.compile(mode="reduce-overhead")
-# under the tracer, how many replayed kernels got a capture-time stack.
-#   scripts/overhead_gpt2.sh   (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3, ROUNDS=2,
-#                               REDUCE_OVERHEAD=0 skips the CUDA-graph check)
+# Step-time overhead of opprof's capture backends on GPT-2 small (scripts/overhead_gpt2.py), on a GPU, eager
+# and torch.compile: one process with the tracer injected (none / tracer_bare / tracer in interleaved blocks)
+# and one without (none / torch_profiler in interleaved blocks), then the CUDA-graph figure:
+# torch.compile(mode="reduce-overhead") under the tracer, how many replayed kernels got a capture-time stack.
+#   scripts/overhead_gpt2.sh   (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3,
+#                               ROUNDS=10, BLOCK=5, REDUCE_OVERHEAD=0 skips the CUDA-graph check)
 # The compiled runs share one Inductor/Triton cache, so only the first one compiles.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,67 +18,50 @@ DUMP=$BUILD/tracer/opprof_trace_dump
 for f in "$TRACER" "$DUMP"; do [[ -e "$f" ]] || { echo "overhead_gpt2: missing $f (build first)"; exit 2; }; done
 export TORCHINDUCTOR_CACHE_DIR=$DEST/cache/inductor TRITON_CACHE_DIR=$DEST/cache/triton
 export TORCHINDUCTOR_FX_GRAPH_CACHE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+ARGS=(--rounds "${ROUNDS:-10}" --block "${BLOCK:-5}")
 
-run_one() {  # run_one COMPILE MODE: prints the script's "overhead ..." line, log in $DEST
-  local compile=$1 mode=$2 log=$DEST/$1_$2.log
-  if [[ "$mode" = tracer* ]]; then
-    CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/${compile}_tracer.opprof \
-      OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --mode "$mode" > "$log" 2>&1
-  else
-    "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --mode "$mode" > "$log" 2>&1
-  fi
-  local rc=$?
-  if [ $rc -ne 0 ]; then echo "overhead_gpt2: $compile/$mode failed (rc=$rc): $(tail -2 "$log" | tr '\n' ' ' | cut -c1-300)" >&2; fi
-  grep '^overhead ' "$log" | tail -1
-}
-field() { echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2; }
-
-# The machine's load drifts over minutes: the three compared modes run in ROUNDS interleaved rounds and each
-# gets the median of its rounds' medians; the tracer's parts run once, after them.
-ROUNDS=${ROUNDS:-2}
-MAIN_MODES="none torch_profiler tracer"
-PART_MODES="tracer_bare tracer_emit_nvtx"
-MODES="$MAIN_MODES $PART_MODES"
-declare -A median rounds
 status=0
-run_mode() {  # run_mode COMPILE MODE: appends the run's median to rounds[COMPILE/MODE]
-  local t0=$SECONDS line m
-  line=$(run_one "$1" "$2")
-  m=$(field "$line" median_ms)
-  [ -n "$m" ] || status=1
-  rounds[$1/$2]="${rounds[$1/$2]:-} $m"
-  echo "overhead_gpt2 ran $1/$2 in $((SECONDS - t0)) s: ${line:-FAILED}"
+run() {  # run COMPILE BACKEND: the script's "overhead ..." lines; log (and trace) in $DEST
+  local compile=$1 backend=$2 log=$DEST/$1_$2.log t0=$SECONDS rc
+  if [ "$backend" = tracer ]; then
+    CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/${compile}_tracer.opprof \
+      OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --backend tracer "${ARGS[@]}" > "$log" 2>&1
+  else
+    "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --backend torch "${ARGS[@]}" > "$log" 2>&1
+  fi
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "overhead_gpt2: $compile/$backend failed (rc=$rc): $(tail -2 "$log" | tr '\n' ' ' | cut -c1-300)" >&2
+    status=1
+  fi
+  echo "overhead_gpt2 ran $compile/$backend in $((SECONDS - t0)) s" >&2
 }
+field() { echo "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
+
+echo "== GPT-2 small (batch 4 x 128): median step (ms) and overhead vs none in the same process and round"
+printf "%-9s %-15s %10s %9s   %s\n" compile mode median_ms overhead "round medians"
 for compile in eager inductor; do
-  for ((r = 1; r <= ROUNDS; r++)); do
-    for mode in $MAIN_MODES; do run_mode "$compile" "$mode"; done
+  run "$compile" tracer
+  run "$compile" torch
+  for backend in tracer torch; do
+    grep '^overhead ' "$DEST/${compile}_$backend.log" | while read -r line; do
+      printf "%-9s %-15s %10s %8s%%   %s\n" "$compile" "$(field "$line" mode)" "$(field "$line" median_ms)" \
+        "$(field "$line" overhead_pct)" "$(echo "$line" | grep -o 'rounds=\[[^]]*\]')"
+    done
   done
-  for mode in $PART_MODES; do run_mode "$compile" "$mode"; done
-  for mode in $MODES; do
-    median[$compile/$mode]=$(echo ${rounds[$compile/$mode]:-} | tr ' ' '\n' | sort -n |
-      awk '{ v[NR] = $1 } END { if (NR) printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-  done
-done
-echo "== GPT-2 small (batch 4 x 128), median step over 50 steps after 10 warm-ups ($MAIN_MODES: median of $ROUNDS rounds)"
-printf "%-9s %-17s %11s %10s   %s\n" compile mode median_ms overhead "round medians"
-for compile in eager inductor; do
-  base=${median[$compile/none]:-}
-  for mode in $MODES; do
-    m=${median[$compile/$mode]:-}
-    if [ -n "$m" ] && [ -n "$base" ]; then
-      pct=$(awk -v m="$m" -v b="$base" 'BEGIN { printf "%+.1f%%", (m - b) / b * 100 }')
-    else
-      pct="-"
-    fi
-    printf "%-9s %-17s %11s %10s  %s\n" "$compile" "$mode" "${m:-failed}" "$pct" "${rounds[$compile/$mode]:-}"
-  done
+  # Nothing lost by switching recording at each window: every window holds whole steps.
+  dump=$("$DUMP" "$DEST/${compile}_tracer.opprof" --first 0 2>/dev/null)
+  kernels=$(echo "$dump" | grep -o '^records\.kernel=[0-9]*' | cut -d= -f2)
+  launches=$(echo "$dump" | grep -o '^records\.api_call=[0-9]*' | cut -d= -f2)
+  steps=$(( 2 * ${ROUNDS:-10} * ${BLOCK:-5} ))
+  echo "$compile: ${kernels:-0} kernels and ${launches:-0} API calls recorded in the windows of $steps steps (tracer_bare + tracer)"
 done
 
 [ "${REDUCE_OVERHEAD:-1}" = 1 ] || { echo "overhead_gpt2 logs in $DEST"; exit $status; }
 echo "== CUDA graphs: torch.compile(mode=\"reduce-overhead\") under the tracer, 1 step in the window"
 log=$DEST/reduce_overhead.log
 CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/reduce_overhead.opprof \
-  OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile inductor --mode tracer --reduce-overhead-check \
+  OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile inductor --backend tracer --reduce-overhead-check \
   > "$log" 2>&1 || { echo "reduce-overhead run failed: $(tail -2 "$log" | tr '\n' ' ' | cut -c1-300)"; status=1; }
 "$DUMP" "$DEST/reduce_overhead.opprof" --first 0 > "$DEST/reduce_overhead.dump" 2>&1
 grep -E "^(summary|records\.(kernel|capture_launch|graph_node|graph_node_clone)=|meta graph\.)" "$DEST/reduce_overhead.dump"
