@@ -47,10 +47,12 @@ Attributed attribute(const std::string& trace, const std::string& inductor_dir) 
 
 // The two captures of one mode attributed by the CLI and compared as `opprof compare` compares them:
 // kernels aligned by name in invocation order, agreement weighted by kernel time.
-ProfileComparison compare_backends(const std::string& mode, bool compiled) {
+ProfileComparison compare_backends(const std::string& mode, bool compiled,
+                                   const std::string& tracer_log = "trace.opprof") {
   opprof::testing::TempDir tmp;
   const std::string inductor = compiled ? " --inductor " + dir(mode + "/inductor") : "";
-  for (const auto& [trace, db] : {std::pair{"torch_trace.json.gz", "torch.db"}, std::pair{"trace.opprof", "tracer.db"}}) {
+  for (const auto& [trace, db] :
+       {std::pair<std::string, std::string>{"torch_trace.json.gz", "torch.db"}, {tracer_log, "tracer.db"}}) {
     const std::string cmd = std::string(OPPROF_CLI_PATH) + " attribute -q --trace " + dir(mode + "/" + trace) +
                             inductor + " -o " + tmp.file(db);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -84,6 +86,22 @@ void expect_every_ncu_row_matched(const Timeline& tl, const std::string& ncu_csv
   opprof::testing::expect_ncu_matches_every_kernel(tl, ncu, match_ncu(tl, ncu));
 }
 
+// The tracer defers the observer's operator ranges: each one it wrote has a launch inside it, on its thread.
+// Returns how many operator ranges the log holds.
+std::size_t expect_operator_ranges_enclose_launches(const Timeline& tl) {
+  std::size_t operators = 0;
+  for (std::size_t r = 0; r < tl.ranges.size(); ++r) {
+    if (tl.ranges.kind[r] != RangeKind::kOperator || tl.str(tl.ranges.domain[r]) != kTorchObserverDomain) continue;
+    ++operators;
+    bool launched = false;
+    for (std::size_t l = 0; l < tl.launches.size() && !launched; ++l)
+      launched = tl.launches.tid[l] == tl.ranges.owner[r] && tl.launches.cpu_start_ns[l] >= tl.ranges.start_ns[r] &&
+                 tl.launches.cpu_start_ns[l] <= tl.ranges.end_ns[r];
+    EXPECT_TRUE(launched) << tl.str(tl.ranges.text[r]) << " at " << tl.ranges.start_ns[r];
+  }
+  return operators;
+}
+
 }  // namespace
 
 TEST(GoldenTracerBackend, EagerGpt2AgreesWithTorchProfilerKernelByKernel) {
@@ -94,6 +112,10 @@ TEST(GoldenTracerBackend, EagerGpt2AgreesWithTorchProfilerKernelByKernel) {
   EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.module_attributed_ns), 100.0);
   expect_same_attribution(compare_backends("e", /*compiled=*/false), 219);
   expect_every_ncu_row_matched(tracer.tl, dir("e/ncu.csv.gz"), 219);
+  // About 1,550 operator calls per step, of which only those around the 219 launches were written.
+  const std::size_t operators = expect_operator_ranges_enclose_launches(tracer.tl);
+  EXPECT_GT(operators, 219u);
+  EXPECT_LT(operators, 600u);
 }
 
 TEST(GoldenTracerBackend, CompiledGpt2AgreesWithTorchProfilerKernelByKernel) {
@@ -105,6 +127,17 @@ TEST(GoldenTracerBackend, CompiledGpt2AgreesWithTorchProfilerKernelByKernel) {
   EXPECT_GT(tracer.cov.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
   expect_same_attribution(compare_backends("c", /*compiled=*/true), 126);
   expect_every_ncu_row_matched(tracer.tl, dir("c/ncu.csv.gz"), 126);
+}
+
+// The same compiled program traced with deferred operator ranges (a later session; its ncu replay chose another
+// Triton grid for one kernel, so this log is compared with torch.profiler only).
+TEST(GoldenTracerBackend, CompiledGpt2WithDeferredOperatorRangesAgreesWithTorchProfiler) {
+  const Attributed tracer = attribute(dir("c/trace_deferred.opprof"), dir("c/inductor"));
+  EXPECT_EQ(tracer.cov.kernels, 126u);
+  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
+  EXPECT_GE(tracer.cov.pct(tracer.cov.module_attributed_ns), 99.0);
+  EXPECT_GT(expect_operator_ranges_enclose_launches(tracer.tl), 0u);
+  expect_same_attribution(compare_backends("c", /*compiled=*/true, "trace_deferred.opprof"), 126);
 }
 
 TEST(GoldenTracerBackend, CudaGraphReplaysReachTheirOperatorsThroughTheWrapperCalls) {
