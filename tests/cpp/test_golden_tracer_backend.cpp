@@ -129,8 +129,9 @@ TEST(GoldenTracerBackend, CompiledGpt2AgreesWithTorchProfilerKernelByKernel) {
   expect_every_ncu_row_matched(tracer.tl, dir("c/ncu.csv.gz"), 126);
 }
 
-// The same compiled program traced with deferred operator ranges (a later session; its ncu replay chose another
-// Triton grid for one kernel, so this log is compared with torch.profiler only).
+// The same compiled program traced with deferred operator ranges, re-captured later: the ncu rows of that
+// session came from another process whose Triton autotuning chose another grid for one kernel, so this log is
+// compared with torch.profiler only.
 TEST(GoldenTracerBackend, CompiledGpt2WithDeferredOperatorRangesAgreesWithTorchProfiler) {
   const Attributed tracer = attribute(dir("c/trace_deferred.opprof"), dir("c/inductor"));
   EXPECT_EQ(tracer.cov.kernels, 126u);
