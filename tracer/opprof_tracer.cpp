@@ -71,9 +71,11 @@ void note(const char* msg) {
   (void)ignored;
 }
 
-bool env_flag(const char* name) {
+// Unset or empty: `fallback`; "0": false; anything else: true.
+bool env_flag(const char* name, bool fallback = false) {
   const char* v = std::getenv(name);
-  return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+  if (v == nullptr || v[0] == '\0') return fallback;
+  return std::strcmp(v, "0") != 0;
 }
 
 std::size_t env_size(const char* name, std::size_t fallback, std::size_t lo, std::size_t hi) {
@@ -119,10 +121,8 @@ void write_chunk(const char* data, std::size_t n) {
 void open_output() {
   std::call_once(g_open_once, [] {
     g_out.window_only = env_flag("OPPROF_TRACE_WINDOW");
-    if (const char* v = std::getenv("OPPROF_TRACE_DEFER_OPERATORS"); v != nullptr && std::strcmp(v, "0") == 0)
-      g_out.defer_operators = false;
-    if (const char* v = std::getenv("OPPROF_TRACE_WINDOW_SWITCH"); v != nullptr && std::strcmp(v, "0") == 0)
-      g_out.switch_at_windows = false;
+    g_out.defer_operators = env_flag("OPPROF_TRACE_DEFER_OPERATORS", true);
+    g_out.switch_at_windows = env_flag("OPPROF_TRACE_WINDOW_SWITCH", true);
     std::string path;
     if (const char* p = std::getenv("OPPROF_TRACE_FILE"); p != nullptr && *p != '\0') {
       path = p;
