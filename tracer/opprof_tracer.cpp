@@ -3,9 +3,9 @@
 //
 // Loaded twice through one file:
 //  - CUDA_INJECTION64_PATH: the driver calls InitializeInjection() during cuInit. We enable CUPTI activity
-//    records (kernels, memcpy, memset, launch-like runtime/driver API calls, devices) streamed through a
-//    fixed pool of buffers to the log, and subscribe to CUPTI callbacks for the capture window
-//    (cudaProfilerStart/Stop) and CUDA-graph node creation/cloning.
+//    records (kernels, memcpy, memset, devices) streamed through a fixed pool of buffers to the log, and
+//    subscribe to CUPTI callbacks for the capture window (cudaProfilerStart/Stop), CUDA-graph capture and
+//    node creation/cloning, and the launch-like runtime/driver calls, whose API records we write ourselves.
 //  - NVTX_INJECTION64_PATH: every NVTX instance in the process (the application's, libtorch's, ...; NVTX v3
 //    is header-only so each library carries its own) calls InitializeInjectionNvtx2() on its first NVTX call.
 //    We fill that instance's core and core2 callback tables with our handlers. CUPTI's own NVTX marker
@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "opprof/ingest/tracer_log_format.hpp"
@@ -482,9 +483,9 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
 // nothing): only its start time and text pointer are kept; materialize() writes it if a launch happens
 // inside it, and its pop is dropped otherwise. The domain's contract is that the text stays valid until
 // the range is popped (the observer passes the RecordFunction's own name).
+// No Appending: the stack is the owner's alone, and nothing is appended to the buffer the exit flusher reads.
 int push_deferred(std::uint32_t dom, std::uint32_t category, const char* text) {
   ThreadLog& t = this_thread_log();
-  Appending a(t);
   const int level = domain_level(t, dom);
   t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, false});
   ++t.unwritten;
@@ -511,13 +512,13 @@ void materialize(ThreadLog& t, bool write) {
 
 int pop_range(std::uint32_t dom) {
   ThreadLog& t = this_thread_log();
-  Appending a(t);
   // NVTX nests per domain: pop the innermost range of this domain.
   for (std::size_t i = t.stack.size(); i-- > 0;) {
     if (t.stack[i].domain_sid != dom) continue;
     const bool written = t.stack[i].written;
     t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(i));
     if (written) {
+      Appending a(t);  // only appends need it: the stack is the owner's alone
       NvtxPopRecord r{cupti_now(), t.tid, dom, 0};
       append(t, RecordType::kNvtxPop, r);
     } else {
@@ -774,21 +775,6 @@ void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapsho
       append(t, RecordType::kMemset, r);
       return;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
-      if (window != nullptr && !window->contains(a->correlationId)) return;
-      ApiCallRecord r{};
-      r.start_ns = a->start;
-      r.end_ns = a->end;
-      r.tid = a->threadId;
-      r.pid = a->processId;
-      r.correlation_id = a->correlationId;
-      r.cbid = a->cbid;
-      r.domain = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiDomainRuntime : kApiDomainDriver;
-      append(t, RecordType::kApiCall, r);
-      return;
-    }
     case CUPTI_ACTIVITY_KIND_DEVICE: {
       const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(rec);
       DeviceRecord r{};
@@ -972,9 +958,8 @@ std::atomic<int> g_active_captures{0};  // BeginCapture..EndCapture spans open i
 // What CUPTI records, and when. Window-only mode records GPU activity (kernels, memcpy, memset) only while a
 // window is open, and takes launch callbacks only then or while a stream is being captured (its nodes replay
 // later, inside a window, and need the stacks of capture time): outside its windows a process pays little.
-// Without window mode everything is on from start-up. API records stay on from start-up in both modes (the
-// buffer-completed callback drops those outside the windows): on the H200 machine, per-API records enabled
-// from inside the cudaProfilerStart callback never arrived, although CUPTI reported success.
+// Without window mode everything is on from start-up. API records come from the launch callbacks, so they
+// follow the same switch.
 constexpr CUpti_ActivityKind kGpuActivityKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                     CUPTI_ACTIVITY_KIND_MEMSET};
 struct Recording {
@@ -1019,7 +1004,11 @@ thread_local std::uint64_t t_capture_seq = 0;      // synthetic capture id of th
 thread_local std::uint64_t t_last_capture_node = 0;
 thread_local bool t_in_tracer_query = false;  // our own driver calls must never re-enter this code
 
-enum class ApiRole : std::uint8_t { kOther, kLaunch, kBeginCapture, kEndCapture };
+thread_local std::uint64_t t_launch_start = 0;  // entry time of this thread's outermost launch call
+
+// kLaunch puts work on one stream (kernel, memcpy, memset) and may become a node of a graph being captured;
+// kLaunchRecordOnly (graph launches, multi-device launches) is only recorded. Both get an API record.
+enum class ApiRole : std::uint8_t { kOther, kLaunch, kLaunchRecordOnly, kBeginCapture, kEndCapture };
 
 // Each domain's callback ids, classified once at start-up from CUPTI's own names.
 constexpr std::size_t kMaxCbid = 4096;  // above every runtime and driver callback id of CUDA 13
@@ -1033,10 +1022,12 @@ ApiRole classify_api(const char* name, bool runtime) {
   auto starts = [name](const char* p) { return std::strncmp(name, p, std::strlen(p)) == 0; };
   if (starts(runtime ? "cudaStreamBeginCapture" : "cuStreamBeginCapture")) return ApiRole::kBeginCapture;
   if (starts(runtime ? "cudaStreamEndCapture" : "cuStreamEndCapture")) return ApiRole::kEndCapture;
-  // Multi-device cooperative launches take a list of streams: no single stream to ask about.
-  if (std::strstr(name, "MultiDevice") != nullptr) return ApiRole::kOther;
-  for (const char* const* p = runtime ? kRuntimeLaunch : kDriverLaunch; *p != nullptr; ++p)
-    if (starts(*p)) return ApiRole::kLaunch;
+  if (starts(runtime ? "cudaGraphLaunch" : "cuGraphLaunch")) return ApiRole::kLaunchRecordOnly;
+  for (const char* const* p = runtime ? kRuntimeLaunch : kDriverLaunch; *p != nullptr; ++p) {
+    if (!starts(*p)) continue;
+    // Multi-device cooperative launches take a list of streams: no single stream to ask about.
+    return std::strstr(name, "MultiDevice") != nullptr ? ApiRole::kLaunchRecordOnly : ApiRole::kLaunch;
+  }
   return ApiRole::kOther;
 }
 
@@ -1189,6 +1180,29 @@ void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CU
   append(t, RecordType::kCaptureLaunch, r, entries, depth * sizeof(StackEntry));
 }
 
+// The API record of a launch, written when the outermost launch call of a nest returns. Its correlation id
+// is the one CUPTI gives the kernel, memcpy or memset records of that launch. Written from the callbacks
+// rather than taken from CUPTI's API activity records: those cannot be switched on and off with the window
+// (enabled from the cudaProfilerStart callback, none arrived on the H200), so they cost every launch of the
+// program, and these cost only the launches inside a window.
+void write_launch_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* api) {
+  const std::uint64_t start = std::exchange(t_launch_start, 0);
+  if (!nvtx_recording()) return;  // a launch during a capture outside the window
+  const std::uint64_t end = cupti_now();
+  ThreadLog& t = this_thread_log();
+  Appending a(t);
+  ApiCallRecord r{};
+  // No entry time when the callbacks were switched on (by another thread's cudaProfilerStart) during the call.
+  r.start_ns = start != 0 ? start : end;
+  r.end_ns = end;
+  r.tid = t.tid;
+  r.pid = 0;  // the header's
+  r.correlation_id = api->correlationId;
+  r.cbid = cbid;
+  r.domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kApiDomainRuntime : kApiDomainDriver;
+  append(t, RecordType::kApiCall, r);
+}
+
 // A launch is about to happen: the deferred ranges around it are written (with their start times).
 void on_launch_enter() {
   ThreadLog* t = t_log;
@@ -1208,32 +1222,47 @@ void on_api_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const C
     return;
   }
   if (api->callbackSite == CUPTI_API_ENTER) {
-    if (t_api_depth++ == 0 && role_of(domain, cbid) == ApiRole::kLaunch) on_launch_enter();
+    if (t_api_depth++ == 0) {
+      const ApiRole role = role_of(domain, cbid);
+      if (role == ApiRole::kLaunch || role == ApiRole::kLaunchRecordOnly) {
+        on_launch_enter();
+        t_launch_start = cupti_now();
+      }
+    }
     return;
   }
   if (t_api_depth > 0) --t_api_depth;
   if (t_api_depth != 0) return;  // an inner call of a nest: the outermost one acts
   switch (role_of(domain, cbid)) {
-    case ApiRole::kLaunch: on_launch_exit(domain, cbid, api); break;
+    case ApiRole::kLaunch:
+      write_launch_call(domain, cbid, api);
+      on_launch_exit(domain, cbid, api);
+      break;
+    case ApiRole::kLaunchRecordOnly: write_launch_call(domain, cbid, api); break;
     case ApiRole::kBeginCapture: on_begin_capture(api); break;
     case ApiRole::kEndCapture: on_end_capture(); break;
     case ApiRole::kOther: break;
   }
 }
 
-// Enables the callbacks of a domain's capture calls and lists its launch calls for sync_recording (the
-// classification comes from CUPTI's names, so new launch variants are covered without a list of ids).
-void enable_capture_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, std::uint32_t count) {
+// Enables the callbacks of a domain's capture calls, lists its launch calls for sync_recording and names
+// them in the log (the classification comes from CUPTI's names, so new launch variants are covered without
+// a list of ids).
+void enable_api_callbacks(CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, std::uint32_t count) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   ApiRole* roles = runtime ? g_runtime_role : g_driver_role;
+  ThreadLog& t = this_thread_log();
   std::size_t failed = 0;
   for (std::uint32_t cbid = 1; cbid < count && cbid < kMaxCbid; ++cbid) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
     const ApiRole role = classify_api(name, runtime);
     if (role == ApiRole::kOther) continue;
-    if (role == ApiRole::kLaunch) {
+    if (role == ApiRole::kLaunch || role == ApiRole::kLaunchRecordOnly) {
       g_recording.launch_callbacks.emplace_back(domain, cbid);
+      Appending a(t);
+      ApiNameRecord r{runtime ? kApiDomainRuntime : kApiDomainDriver, cbid, intern(t, name), 0};
+      append(t, RecordType::kApiName, r);
     } else if (cuptiEnableCallback(1, subscriber, domain, cbid) != CUPTI_SUCCESS) {
       ++failed;
       continue;
@@ -1257,34 +1286,6 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: on_graph_node_cloned(g); break;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: on_graph_exec_created(g); break;
     default: break;
-  }
-}
-
-// Only launch-like calls and the few others the reader needs: the log stays small and CUPTI does less.
-bool api_wanted(const char* name, bool runtime) {
-  // CUDA 13's <<<>>> launches go through __cudaLaunchKernel.
-  static const char* const kRuntime[] = {"cudaLaunch", "__cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                                         "cudaProfilerStart", "cudaProfilerStop", nullptr};
-  static const char* const kDriver[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset",
-                                        "cuProfilerStart", "cuProfilerStop", nullptr};
-  for (const char* const* p = runtime ? kRuntime : kDriver; *p != nullptr; ++p)
-    if (std::strncmp(name, *p, std::strlen(*p)) == 0) return true;
-  return false;
-}
-
-// Enables the records of the wanted API calls and names them in the log.
-void enable_api_records(CUpti_CallbackDomain domain, std::uint32_t count) {
-  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  ThreadLog& t = this_thread_log();
-  for (std::uint32_t cbid = 1; cbid < count; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    if (!api_wanted(name, runtime)) continue;
-    CUptiResult rc = runtime ? cuptiActivityEnableRuntimeApi(cbid, 1) : cuptiActivityEnableDriverApi(cbid, 1);
-    if (rc != CUPTI_SUCCESS) continue;
-    Appending a(t);
-    ApiNameRecord r{runtime ? kApiDomainRuntime : kApiDomainDriver, cbid, intern(t, name), 0};
-    append(t, RecordType::kApiName, r);
   }
 }
 
@@ -1383,14 +1384,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   open_output();
   if (g_out.fd < 0) return 0;
 
-  // API records carry gettid() thread ids, the same ids the NVTX handlers record.
-  check(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType");
   create_pool();
   if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
     return 0;
   check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE), "enable DEVICE");
-  enable_api_records(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  enable_api_records(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
 
   CUpti_SubscriberHandle subscriber = nullptr;
   if (check(cuptiSubscribe(&subscriber, on_callback, nullptr), "cuptiSubscribe")) {
@@ -1408,8 +1405,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
           "callback GRAPHNODE_CLONED");
     check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED),
           "callback GRAPHEXEC_CREATED");
-    enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
-    enable_capture_callbacks(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    enable_api_callbacks(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    enable_api_callbacks(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
     std::lock_guard<std::mutex> lock(g_recording.mu);
     g_recording.subscriber = subscriber;
   }
