@@ -436,7 +436,7 @@ class Capture:
         if self.hooks is not None:
             self.hooks.uninstall()
             if hasattr(self.hooks, "modules_wrapped"):
-                self.record["module_ranges"] = {"method": "forward_wrappers",
+                self.record["module_ranges"] = {"method": self.hooks.method,
                                                 "modules_wrapped": self.hooks.modules_wrapped,
                                                 "roots": self.hooks.roots_seen}
             else:
@@ -480,8 +480,18 @@ class Capture:
         from opprof.hooks import ModuleForwardRanges, ModuleRangeHooks, NvtxEmitter
 
         if self.tracer and root is not None:
-            # A known root under the tracer: forward wrappers, several times cheaper than global hooks.
-            self.hooks = ModuleForwardRanges(root).install()
+            # A known root under the tracer: sys.monitoring on Module._call_impl where the extension loads
+            # (no Python frame per module call), else forward wrappers; both far cheaper than global hooks.
+            from opprof.call_ranges import module_ranges_for
+
+            self.hooks, fallback_reason = module_ranges_for(root)
+            try:
+                self.hooks.install()
+            except RuntimeError as exc:  # every sys.monitoring tool id taken, or another watch active
+                fallback_reason = str(exc)
+                self.hooks = ModuleForwardRanges(root).install()
+            log(f"module ranges: {self.hooks.method}, {self.hooks.modules_wrapped} modules"
+                + (f" (opprof_call_ranges: {fallback_reason})" if fallback_reason else ""))
             return
         emitter = NvtxEmitter() if self.tracer else None
         self.hooks = ModuleRangeHooks(root, emitter).install()

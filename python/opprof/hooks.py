@@ -215,6 +215,8 @@ class ModuleForwardRanges:
     the root's tree get no range. Under torch.compile the wrapper only calls through (Dynamo inlines it).
     """
 
+    method = "forward_wrappers"
+
     def __init__(self, root: Any, push: Any = None, pop: Any = None):
         if root is None or not hasattr(root, "named_modules"):
             raise ValueError("ModuleForwardRanges needs the root module")
