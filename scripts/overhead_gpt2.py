@@ -19,7 +19,12 @@ Conditions, --backend tracer (what pass A of `opprof profile --backend tracer` r
                activity, no API records, no launch callbacks)
   tracer_bare  window open: kernels, memcpy/memset, launch API calls; no ranges
   tracer       window open, operator ranges (opprof.op_ranges: the torch observer, else emit_nvtx) and, eager,
-               module ranges from forward wrappers (ModuleForwardRanges)
+               module ranges (opprof.call_ranges.module_ranges_for: sys.monitoring on Module._call_impl where
+               the opprof_call_ranges extension loads, else forward wrappers), as pass A runs them
+  with --breakdown (eager), also:
+  tracer_ops              window open, operator ranges only
+  tracer_modules          window open, module ranges only (the method pass A uses)
+  tracer_module_wrappers  window open, module ranges from forward wrappers (ModuleForwardRanges)
 Conditions, --backend torch:
   none            nothing
   torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]), eager with the module-range hooks
@@ -61,6 +66,8 @@ def main() -> int:
     parser.add_argument("--block", type=int, default=5, help="steps per condition per round")
     parser.add_argument("--reduce-overhead-check", action="store_true",
                         help='torch.compile(mode="reduce-overhead"), 1 measured step in the window')
+    parser.add_argument("--breakdown", action="store_true",
+                        help="tracer, eager: also operator ranges alone and module ranges alone")
     args = parser.parse_args()
     if min(args.rounds, args.block) < 1 or args.warmup < 0:
         parser.error("--rounds and --block must be >= 1, --warmup >= 0")
@@ -77,6 +84,8 @@ def main() -> int:
         return 2
     if args.reduce_overhead_check and args.backend != "tracer":
         parser.error("--reduce-overhead-check runs under the tracer")
+    if args.breakdown and (args.backend != "tracer" or args.compile != "eager"):
+        parser.error("--breakdown is for --backend tracer --compile eager")
 
     import torch
 
@@ -112,17 +121,29 @@ def main() -> int:
     if args.reduce_overhead_check:
         return reduce_overhead_check(args, timed_steps, OperatorRanges)
 
+    module_ranges_reason = ""
+    if args.backend == "tracer" and not compiled:
+        from opprof.call_ranges import module_ranges_for
+
+        probe, module_ranges_reason = module_ranges_for(model)
+        print(f"module ranges: {probe.method}" + (f" ({module_ranges_reason})" if module_ranges_reason else ""),
+              flush=True)
+
     def condition(name: str) -> contextlib.AbstractContextManager[Any]:
         stack = contextlib.ExitStack()
         if name.startswith("tracer"):
             stack.callback(torch.cuda.profiler.stop)  # the window closes last
             torch.cuda.profiler.start()
-            if name == "tracer":
+            if name in ("tracer", "tracer_ops"):
                 stack.enter_context(OperatorRanges())
-                if not compiled:
-                    from opprof.hooks import ModuleForwardRanges
+            if name in ("tracer", "tracer_modules") and not compiled:
+                from opprof.call_ranges import module_ranges_for
 
-                    stack.enter_context(ModuleForwardRanges(model))
+                stack.enter_context(module_ranges_for(model)[0])
+            if name == "tracer_module_wrappers":
+                from opprof.hooks import ModuleForwardRanges
+
+                stack.enter_context(ModuleForwardRanges(model))
         elif name == "torch_profiler":
             activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
             stack.enter_context(torch.profiler.profile(activities=activities))
@@ -133,6 +154,8 @@ def main() -> int:
         return stack
 
     names = CONDITIONS[args.backend]
+    if args.breakdown:
+        names = ("none", "tracer_bare", "tracer_ops", "tracer_modules", "tracer_module_wrappers", "tracer")
     blocks: dict[str, list[list[float]]] = {name: [] for name in names}
     with torch.no_grad():
         t0 = time.perf_counter()
@@ -151,6 +174,8 @@ def main() -> int:
               f"median_ms={statistics.median(steps):.3f} overhead_pct={overhead:+.1f} steps={len(steps)} "
               f"rounds=[{' '.join(f'{m:.3f}' for m in medians)}] warmup_s={warmup_s:.1f} "
               f"total_s={time.perf_counter() - t_setup:.1f}", flush=True)
+    window_steps = sum(len(b) for name in names if name.startswith("tracer") for b in blocks[name])
+    print(f"window_steps={window_steps}", flush=True)
     return 0
 
 

@@ -4,7 +4,8 @@
 # and one without (none / torch_profiler in interleaved blocks), then the CUDA-graph figure:
 # torch.compile(mode="reduce-overhead") under the tracer, how many replayed kernels got a capture-time stack.
 #   scripts/overhead_gpt2.sh   (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3,
-#                               ROUNDS=10, BLOCK=5, REDUCE_OVERHEAD=0 skips the CUDA-graph check)
+#                               ROUNDS=10, BLOCK=5, REDUCE_OVERHEAD=0 skips the CUDA-graph check,
+#                               BREAKDOWN=1 adds eager tracer_ops / tracer_modules conditions)
 # The compiled runs share one Inductor/Triton cache, so only the first one compiles.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,8 @@ run() {  # run COMPILE BACKEND: the script's "overhead ..." lines; log (and trac
   local compile=$1 backend=$2 log=$DEST/$1_$2.log t0=$SECONDS rc
   if [ "$backend" = tracer ]; then
     CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/${compile}_tracer.opprof \
-      OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --backend tracer "${ARGS[@]}" > "$log" 2>&1
+      OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --backend tracer "${ARGS[@]}" \
+      $([ "${BREAKDOWN:-0}" = 1 ] && [ "$compile" = eager ] && echo --breakdown) > "$log" 2>&1
   else
     "$PY" "$REPO/scripts/overhead_gpt2.py" --compile "$compile" --backend torch "${ARGS[@]}" > "$log" 2>&1
   fi
@@ -39,13 +41,13 @@ run() {  # run COMPILE BACKEND: the script's "overhead ..." lines; log (and trac
 field() { echo "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
 
 echo "== GPT-2 small (batch 4 x 128): median step (ms) and overhead vs none in the same process and round"
-printf "%-9s %-15s %10s %9s   %s\n" compile mode median_ms overhead "round medians"
+printf "%-9s %-23s %10s %9s   %s\n" compile mode median_ms overhead "round medians"
 for compile in eager inductor; do
   run "$compile" tracer
   run "$compile" torch
   for backend in tracer torch; do
     grep '^overhead ' "$DEST/${compile}_$backend.log" | while read -r line; do
-      printf "%-9s %-15s %10s %8s%%   %s\n" "$compile" "$(field "$line" mode)" "$(field "$line" median_ms)" \
+      printf "%-9s %-23s %10s %8s%%   %s\n" "$compile" "$(field "$line" mode)" "$(field "$line" median_ms)" \
         "$(field "$line" overhead_pct)" "$(echo "$line" | grep -o 'rounds=\[[^]]*\]')"
     done
   done
@@ -53,8 +55,9 @@ for compile in eager inductor; do
   dump=$("$DUMP" "$DEST/${compile}_tracer.opprof" --first 0 2>/dev/null)
   kernels=$(echo "$dump" | grep -o '^records\.kernel=[0-9]*' | cut -d= -f2)
   launches=$(echo "$dump" | grep -o '^records\.api_call=[0-9]*' | cut -d= -f2)
-  steps=$(( 2 * ${ROUNDS:-10} * ${BLOCK:-5} ))
-  echo "$compile: ${kernels:-0} kernels and ${launches:-0} API calls recorded in the windows of $steps steps (tracer_bare + tracer)"
+  steps=$(grep -o '^window_steps=[0-9]*' "$DEST/${compile}_tracer.log" | cut -d= -f2)
+  grep '^module ranges:' "$DEST/${compile}_tracer.log"
+  echo "$compile: ${kernels:-0} kernels and ${launches:-0} API calls recorded in the windows of ${steps:-?} steps"
 done
 
 [ "${REDUCE_OVERHEAD:-1}" = 1 ] || { echo "overhead_gpt2 logs in $DEST"; exit $status; }
