@@ -67,7 +67,8 @@ def main() -> int:
     parser.add_argument("--reduce-overhead-check", action="store_true",
                         help='torch.compile(mode="reduce-overhead"), 1 measured step in the window')
     parser.add_argument("--breakdown", action="store_true",
-                        help="tracer, eager: also operator ranges alone and module ranges alone")
+                        help="tracer, eager: also operator ranges alone, module ranges alone, and module ranges from "
+                             "forward wrappers")
     args = parser.parse_args()
     if min(args.rounds, args.block) < 1 or args.warmup < 0:
         parser.error("--rounds and --block must be >= 1, --warmup >= 0")
