@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #if PY_VERSION_HEX < 0x030C0000
@@ -106,12 +107,17 @@ PyObject* on_end(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// The table is emptied before the references go: dropping the last one may run a destructor, which must
+// find a consistent (empty) watch.
 void release_watch() {
-  for (auto& [object, text] : g_watch.names) Py_DECREF(object);
+  std::unordered_map<PyObject*, nvtxStringHandle_t> names = std::move(g_watch.names);
   g_watch.names.clear();
-  Py_CLEAR(g_watch.code);
-  Py_CLEAR(g_watch.first_name);
+  PyObject* code = std::exchange(g_watch.code, nullptr);
+  PyObject* first_name = std::exchange(g_watch.first_name, nullptr);
   ++g_watch.generation;
+  for (auto& [object, text] : names) Py_DECREF(object);
+  Py_XDECREF(code);
+  Py_XDECREF(first_name);
 }
 
 // watch(code, names): calls of `code` get a range named after their first argument from now on; `names` is a
