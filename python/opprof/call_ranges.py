@@ -28,6 +28,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof.files import beside_tracer, first_existing
+
 EXTENSION_NAME = "opprof_call_ranges"
 ENV_DIR = "OPPROF_CALL_RANGES_DIR"
 TOOL_NAME = "opprof call ranges"
@@ -48,11 +50,7 @@ def candidate_paths(environ: "os._Environ[str] | dict[str, str]" = os.environ) -
     explicit = environ.get(ENV_DIR)
     if explicit:
         return [Path(explicit) / name]
-    tracer = environ.get("NVTX_INJECTION64_PATH") or environ.get("CUDA_INJECTION64_PATH")
-    if not tracer:
-        return []
-    tracer_dir = Path(tracer).resolve().parent
-    return [tracer_dir.parent / "call_ranges" / name, tracer_dir / name]
+    return beside_tracer(environ, "call_ranges", name)
 
 
 def load_extension(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> tuple[Any, str]:
@@ -65,15 +63,9 @@ def load_extension(environ: "os._Environ[str] | dict[str, str]" = os.environ) ->
         if sys.implementation.name != "cpython" or sys.version_info < (3, 12):
             reason = f"needs CPython >= 3.12 (sys.monitoring); this is {sys.implementation.name} {sys.version.split()[0]}"
         else:
-            paths = candidate_paths(environ)
-            found = next((p for p in paths if p.is_file()), None)
-            if found is None:
-                if environ.get(ENV_DIR):
-                    reason = f"{ENV_DIR}={environ[ENV_DIR]} holds no {extension_filename()}"
-                else:
-                    looked = ", ".join(str(p) for p in paths) or f"nowhere: neither {ENV_DIR} nor NVTX_INJECTION64_PATH is set"
-                    reason = f"{extension_filename()} not found (looked at {looked})"
-            else:
+            found, reason = first_existing(candidate_paths(environ), environ, ENV_DIR, extension_filename(),
+                                           f"{ENV_DIR}={environ.get(ENV_DIR)} holds no {extension_filename()}")
+            if found is not None:
                 try:
                     loader = importlib.machinery.ExtensionFileLoader(EXTENSION_NAME, str(found))
                     spec = importlib.util.spec_from_file_location(EXTENSION_NAME, str(found), loader=loader)

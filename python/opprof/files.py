@@ -27,3 +27,26 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
         except OSError:
             pass
         raise
+
+
+def beside_tracer(environ: Any, build_subdir: str, filename: str) -> list[Path]:
+    """Where a library that goes with the injected opprof tracer may be: ``<tracer dir>/../<build_subdir>/``
+    in a build tree, the tracer's own folder in an install. Empty when no tracer is injected."""
+    tracer = environ.get("NVTX_INJECTION64_PATH") or environ.get("CUDA_INJECTION64_PATH")
+    if not tracer:
+        return []
+    tracer_dir = Path(tracer).resolve().parent
+    return [tracer_dir.parent / build_subdir / filename, tracer_dir / filename]
+
+
+def first_existing(paths: list[Path], environ: Any, env_var: str, filename: str,
+                   explicit_missing: str) -> tuple[Path | None, str]:
+    """The first of ``paths`` that is a file, or None and why not: ``explicit_missing`` when ``env_var`` chose
+    the paths, else where ``filename`` was looked for."""
+    found = next((p for p in paths if p.is_file()), None)
+    if found is not None:
+        return found, ""
+    if environ.get(env_var):
+        return None, explicit_missing
+    looked = ", ".join(str(p) for p in paths) or f"nowhere: neither {env_var} nor NVTX_INJECTION64_PATH is set"
+    return None, f"{filename} not found (looked at {looked})"

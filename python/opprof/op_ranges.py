@@ -22,6 +22,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof.files import beside_tracer, first_existing
+
 LIBRARY_NAME = "libopprof_torch_observer.so"
 ENV_LIBRARY = "OPPROF_TORCH_OBSERVER_LIB"
 
@@ -61,12 +63,7 @@ def candidate_paths(environ: "os._Environ[str] | dict[str, str]" = os.environ) -
     explicit = environ.get(ENV_LIBRARY)
     if explicit:
         return [Path(explicit)]
-    paths: list[Path] = []
-    tracer = environ.get("NVTX_INJECTION64_PATH") or environ.get("CUDA_INJECTION64_PATH")
-    if tracer:
-        tracer_dir = Path(tracer).resolve().parent
-        paths += [tracer_dir.parent / "torch_observer" / LIBRARY_NAME, tracer_dir / LIBRARY_NAME]
-    return paths
+    return beside_tracer(environ, "torch_observer", LIBRARY_NAME)
 
 
 def load_observer(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> tuple["ObserverLibrary | None", str]:
@@ -77,16 +74,9 @@ def load_observer(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> 
             return _library, _library_error or ""
         import torch
 
-        reason = ""
-        paths = candidate_paths(environ)
-        found = next((p for p in paths if p.is_file()), None)
-        if found is None:
-            if environ.get(ENV_LIBRARY):
-                reason = f"{ENV_LIBRARY}={environ[ENV_LIBRARY]} names no file"
-            else:
-                looked = ", ".join(str(p) for p in paths) or f"nowhere: neither {ENV_LIBRARY} nor NVTX_INJECTION64_PATH is set"
-                reason = f"{LIBRARY_NAME} not found (looked at {looked})"
-        else:
+        found, reason = first_existing(candidate_paths(environ), environ, ENV_LIBRARY, LIBRARY_NAME,
+                                       f"{ENV_LIBRARY}={environ.get(ENV_LIBRARY)} names no file")
+        if found is not None:
             try:
                 lib = ObserverLibrary(str(found))
             except (OSError, AttributeError) as exc:
