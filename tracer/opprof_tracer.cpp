@@ -194,6 +194,7 @@ struct StackItem {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
   std::uint32_t category;
+  int level;     // 0-based nesting level within its domain (what NVTX's push and pop return)
   bool written;  // the push record was written
 };
 
@@ -453,10 +454,12 @@ std::uint32_t message_sid(ThreadLog& t, const nvtxEventAttributes_t* a) {
 
 std::uint32_t category_of(const nvtxEventAttributes_t* a) { return a == nullptr ? 0u : a->category; }
 
-int domain_level(const ThreadLog& t, std::uint32_t dom) {
-  int level = 0;
-  for (const StackItem& s : t.stack) level += s.domain_sid == dom ? 1 : 0;
-  return level;
+// The level a new range of `dom` gets: one below the innermost open range of the domain, found from the top
+// of the stack (usually the top item itself: operators nest in operators).
+int next_level(const ThreadLog& t, std::uint32_t dom) {
+  for (auto it = t.stack.rbegin(); it != t.stack.rend(); ++it)
+    if (it->domain_sid == dom) return it->level + 1;
+  return 0;
 }
 
 // The text id is computed by the caller so the three push flavours share this body.
@@ -474,8 +477,8 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
   } else {
     ++t.unwritten;  // written if a launch happens inside it once a window is open
   }
-  const int level = domain_level(t, dom);
-  t.stack.push_back(StackItem{nullptr, start, sid, dom, category, write});
+  const int level = next_level(t, dom);
+  t.stack.push_back(StackItem{nullptr, start, sid, dom, category, level, write});
   return level;
 }
 
@@ -486,8 +489,8 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
 // No Appending: the stack is the owner's alone, and nothing is appended to the buffer the exit flusher reads.
 int push_deferred(std::uint32_t dom, std::uint32_t category, const char* text) {
   ThreadLog& t = this_thread_log();
-  const int level = domain_level(t, dom);
-  t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, false});
+  const int level = next_level(t, dom);
+  t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, level, false});
   ++t.unwritten;
   return level;
 }
@@ -516,6 +519,7 @@ int pop_range(std::uint32_t dom) {
   for (std::size_t i = t.stack.size(); i-- > 0;) {
     if (t.stack[i].domain_sid != dom) continue;
     const bool written = t.stack[i].written;
+    const int level = t.stack[i].level;
     t.stack.erase(t.stack.begin() + static_cast<std::ptrdiff_t>(i));
     if (written) {
       Appending a(t);  // only appends need it: the stack is the owner's alone
@@ -524,7 +528,7 @@ int pop_range(std::uint32_t dom) {
     } else {
       --t.unwritten;
     }
-    return domain_level(t, dom);
+    return level;
   }
   return -1;  // NVTX's "no range open" answer
 }
