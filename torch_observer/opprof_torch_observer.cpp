@@ -51,16 +51,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
 
 void on_exit(const at::RecordFunction&, at::ObserverContext*) { nvtxDomainRangePop(g_domain); }
 
-}  // namespace
+// The empty callback: what RecordFunction itself costs per operator, whoever observes it. Overhead
+// breakdowns measure it (scripts/overhead_gpt2.py --breakdown), because no operator observer can be cheaper.
+std::unique_ptr<at::ObserverContext> on_enter_empty(const at::RecordFunction&) { return nullptr; }
+void on_exit_empty(const at::RecordFunction&, at::ObserverContext*) {}
 
-extern "C" {
-
-// The torch.__version__ this library was compiled against.
-__attribute__((visibility("default"))) const char* opprof_torch_observer_built_for() { return OPPROF_TORCH_VERSION; }
-
-// Starts recording operator ranges on every thread; 0 on success, 1 if already on, -1 on failure (a
-// message goes to stderr: never throw across the C boundary).
-__attribute__((visibility("default"))) int opprof_torch_observer_enable() {
+int enable(bool empty) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_enabled) return 1;
   try {
@@ -71,8 +67,9 @@ __attribute__((visibility("default"))) int opprof_torch_observer_enable() {
     }
     // No inputs, outputs or ids: the callback reads only the name and the scope, so RecordFunction
     // skips copying the inputs.
-    g_handle = at::addGlobalCallback(
-        at::RecordFunctionCallback(on_enter, on_exit).needsInputs(false).needsOutputs(false).needsIds(false));
+    auto callback = empty ? at::RecordFunctionCallback(on_enter_empty, on_exit_empty)
+                          : at::RecordFunctionCallback(on_enter, on_exit);
+    g_handle = at::addGlobalCallback(callback.needsInputs(false).needsOutputs(false).needsIds(false));
     g_enabled = true;
     return 0;
   } catch (const std::exception& e) {
@@ -80,6 +77,21 @@ __attribute__((visibility("default"))) int opprof_torch_observer_enable() {
     return -1;
   }
 }
+
+}  // namespace
+
+extern "C" {
+
+// The torch.__version__ this library was compiled against.
+__attribute__((visibility("default"))) const char* opprof_torch_observer_built_for() { return OPPROF_TORCH_VERSION; }
+
+// Starts recording operator ranges on every thread; 0 on success, 1 if already on, -1 on failure (a
+// message goes to stderr: never throw across the C boundary).
+__attribute__((visibility("default"))) int opprof_torch_observer_enable() { return enable(false); }
+
+// Registers the empty callback instead (no ranges): RecordFunction's own cost, for overhead breakdowns.
+// Same answers as opprof_torch_observer_enable; opprof_torch_observer_disable removes it.
+__attribute__((visibility("default"))) int opprof_torch_observer_enable_empty() { return enable(true); }
 
 // Stops recording. Operators already running still close their ranges (RecordFunction keeps the
 // callbacks it started with).

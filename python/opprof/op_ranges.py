@@ -44,12 +44,15 @@ class ObserverLibrary:
         self._lib = ctypes.CDLL(path)
         self._lib.opprof_torch_observer_built_for.restype = ctypes.c_char_p
         self._lib.opprof_torch_observer_enable.restype = ctypes.c_int
+        self._lib.opprof_torch_observer_enable_empty.restype = ctypes.c_int
         self._lib.opprof_torch_observer_disable.restype = None
         self.built_for = self._lib.opprof_torch_observer_built_for().decode()
 
-    def enable(self) -> bool:
-        """True when this call turned the observer on (False: it was on already)."""
-        rc = self._lib.opprof_torch_observer_enable()
+    def enable(self, empty: bool = False) -> bool:
+        """True when this call turned the observer on (False: it was on already). ``empty`` registers a
+        callback that records nothing: RecordFunction's own cost, the floor of any operator observer (for
+        overhead breakdowns)."""
+        rc = (self._lib.opprof_torch_observer_enable_empty if empty else self._lib.opprof_torch_observer_enable)()
         if rc < 0:
             raise RuntimeError(f"{self.path}: registering the RecordFunction callback failed (see stderr)")
         return rc == 0

@@ -137,15 +137,15 @@ _OBSERVER_PROGRAM = textwrap.dedent("""
 """)
 
 
-def _trace_observer_program(tmp_path, **env_extra):
-    """Runs _OBSERVER_PROGRAM on the CPU under the tracer's NVTX injection; the dump's push lines and summary."""
+def _trace_observer_program(tmp_path, program=_OBSERVER_PROGRAM, **env_extra):
+    """Runs `program` (default _OBSERVER_PROGRAM) on the CPU under the tracer's NVTX injection; the dump's push lines and summary."""
     if not (TRACER.is_file() and OBSERVER.is_file() and DUMP.is_file()):
         pytest.skip("build/ has no tracer or observer (make build where CUPTI and torch are installed)")
     log = tmp_path / "trace.opprof"
     env = dict(os.environ)
     env.update({"NVTX_INJECTION64_PATH": str(TRACER), "OPPROF_TRACE_FILE": str(log),
                 "OPPROF_TORCH_OBSERVER_LIB": str(OBSERVER), "PYTHONPATH": str(PYTHON_DIR), **env_extra})
-    done = subprocess.run([sys.executable, "-c", _OBSERVER_PROGRAM], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True,
                           timeout=120)
     if "was built for torch" in done.stderr:
         pytest.skip("build/'s observer was built against another torch")
@@ -175,3 +175,27 @@ def test_the_tracer_drops_operator_ranges_that_launch_nothing(tmp_path):
     pushes, summary = _trace_observer_program(tmp_path)
     assert not [line for line in pushes if 'domain="opprof.torch"' in line], pushes
     assert " operator=" not in summary and " annotation=" not in summary
+
+
+_EMPTY_CALLBACK_PROGRAM = textwrap.dedent("""
+    import torch
+    from torch import nn
+    from opprof.op_ranges import load_observer
+    observer, reason = load_observer()
+    assert observer is not None, reason
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    assert observer.enable(empty=True)
+    assert not observer.enable()  # one callback at a time: the empty one is on
+    model(torch.randn(2, 8))
+    observer.disable()
+    assert observer.enable()  # disable removed it
+    observer.disable()
+""")
+
+
+@pytest.mark.slow
+def test_the_empty_callback_records_no_ranges(tmp_path):
+    # Deferral off, so a range pushed by mistake would be written.
+    pushes, summary = _trace_observer_program(tmp_path, _EMPTY_CALLBACK_PROGRAM, OPPROF_TRACE_DEFER_OPERATORS="0")
+    assert not [line for line in pushes if 'domain="opprof.torch"' in line], pushes
+    assert " operator=" not in summary
