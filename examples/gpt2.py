@@ -22,7 +22,7 @@ def resolve_device(device: str | None = None) -> torch.device:
     return resolved
 
 
-def get_model_and_input(device: str | None = None):
+def get_model_and_input(device: str | None = None, batch: int = BATCH, seq: int = SEQ):
     dev = resolve_device(device)
     # Never reach for the hub: the model is built from its config alone.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -38,5 +38,5 @@ def get_model_and_input(device: str | None = None):
     config = GPT2Config()  # GPT-2 small: 12 layers, 12 heads, width 768, vocabulary 50257
     config.use_cache = False
     model = GPT2LMHeadModel(config).to(dev).eval()
-    input_ids = torch.randint(0, config.vocab_size, (BATCH, SEQ), device=dev)
+    input_ids = torch.randint(0, config.vocab_size, (batch, seq), device=dev)
     return model, {"input_ids": input_ids}

@@ -22,6 +22,9 @@ Conditions, --backend tracer (what pass A of `opprof profile --backend tracer` r
                module ranges (opprof.call_ranges.module_ranges_for: sys.monitoring on Module._call_impl where
                the opprof_call_ranges extension loads, else forward wrappers), as pass A runs them
   with --breakdown (eager), also:
+  tracer_floor            window open, no ranges, and a RecordFunction callback that does nothing (the torch
+                          observer's empty callback): what kernel records plus RecordFunction cost before any
+                          operator range is kept, the floor of operator attribution through RecordFunction
   tracer_ops              window open, operator ranges only
   tracer_modules          window open, module ranges only (the method pass A uses)
   tracer_module_wrappers  window open, module ranges from forward wrappers (ModuleForwardRanges)
@@ -64,14 +67,18 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--block", type=int, default=5, help="steps per condition per round")
+    parser.add_argument("--batch", type=int, default=None, help="GPT-2 batch size (default: examples/gpt2.py's)")
+    parser.add_argument("--seq", type=int, default=None, help="GPT-2 sequence length (default: examples/gpt2.py's)")
     parser.add_argument("--reduce-overhead-check", action="store_true",
                         help='torch.compile(mode="reduce-overhead"), 1 measured step in the window')
     parser.add_argument("--breakdown", action="store_true",
-                        help="tracer, eager: also operator ranges alone, module ranges alone, and module ranges from "
-                             "forward wrappers")
+                        help="tracer, eager: also the RecordFunction floor, operator ranges alone, module ranges "
+                             "alone, and module ranges from forward wrappers")
     args = parser.parse_args()
     if min(args.rounds, args.block) < 1 or args.warmup < 0:
         parser.error("--rounds and --block must be >= 1, --warmup >= 0")
+    if (args.batch is not None and args.batch < 1) or (args.seq is not None and not 1 <= args.seq <= 1024):
+        parser.error("--batch must be >= 1 and --seq from 1 to 1024 (GPT-2's context)")
 
     injected = bool(os.environ.get("CUDA_INJECTION64_PATH"))
     if args.backend == "tracer" and not (injected and os.environ.get("OPPROF_TRACE_WINDOW") == "1"):
@@ -93,11 +100,13 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("error: no CUDA device", file=sys.stderr)
         return 2
-    from gpt2 import get_model_and_input
-    from opprof.op_ranges import OperatorRanges
+    import gpt2
+    from opprof.op_ranges import OperatorRanges, load_observer
 
     t_setup = time.perf_counter()
-    model, inputs = get_model_and_input(device="cuda")
+    batch, seq = args.batch or gpt2.BATCH, args.seq or gpt2.SEQ
+    print(f"workload: GPT-2 small, batch {batch} x sequence {seq}", flush=True)
+    model, inputs = gpt2.get_model_and_input(device="cuda", batch=batch, seq=seq)
     compiled = args.compile == "inductor" or args.reduce_overhead_check
     if args.reduce_overhead_check:
         runner = torch.compile(model, mode="reduce-overhead")
@@ -137,6 +146,10 @@ def main() -> int:
             torch.cuda.profiler.start()
             if name in ("tracer", "tracer_ops"):
                 stack.enter_context(OperatorRanges())
+            if name == "tracer_floor":
+                assert observer is not None
+                observer.enable(empty=True)
+                stack.callback(observer.disable)
             if name in ("tracer", "tracer_modules") and not compiled:
                 from opprof.call_ranges import module_ranges_for
 
@@ -155,8 +168,14 @@ def main() -> int:
         return stack
 
     names = CONDITIONS[args.backend]
+    observer = None
     if args.breakdown:
-        names = ("none", "tracer_bare", "tracer_ops", "tracer_modules", "tracer_module_wrappers", "tracer")
+        names = ("none", "tracer_bare", "tracer_floor", "tracer_ops", "tracer_modules", "tracer_module_wrappers",
+                 "tracer")
+        observer, reason = load_observer()
+        if observer is None:
+            print(f"no tracer_floor condition: the torch observer is not available ({reason})", flush=True)
+            names = tuple(name for name in names if name != "tracer_floor")
     blocks: dict[str, list[list[float]]] = {name: [] for name in names}
     with torch.no_grad():
         t0 = time.perf_counter()

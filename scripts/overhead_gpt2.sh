@@ -5,7 +5,9 @@
 # torch.compile(mode="reduce-overhead") under the tracer, how many replayed kernels got a capture-time stack.
 #   scripts/overhead_gpt2.sh   (OPPROF_BUILD_DIR=build-gpu, OUT=<dir> keeps logs, PYTHON=python3,
 #                               ROUNDS=10, BLOCK=5, REDUCE_OVERHEAD=0 skips the CUDA-graph check,
-#                               BREAKDOWN=1 adds eager tracer_ops / tracer_modules conditions)
+#                               BREAKDOWN=1 adds the eager tracer_floor / tracer_ops / tracer_modules /
+#                               tracer_module_wrappers conditions, BATCH=4 SEQ=128 the GPT-2 input shape,
+#                               COMPILES="eager inductor" the modes measured)
 # The compiled runs share one Inductor/Triton cache, so only the first one compiles.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,8 @@ DUMP=$BUILD/tracer/opprof_trace_dump
 for f in "$TRACER" "$DUMP"; do [[ -e "$f" ]] || { echo "overhead_gpt2: missing $f (build first)"; exit 2; }; done
 export TORCHINDUCTOR_CACHE_DIR=$DEST/cache/inductor TRITON_CACHE_DIR=$DEST/cache/triton
 export TORCHINDUCTOR_FX_GRAPH_CACHE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-ARGS=(--rounds "${ROUNDS:-10}" --block "${BLOCK:-5}")
+BATCH=${BATCH:-4} SEQ=${SEQ:-128}
+ARGS=(--rounds "${ROUNDS:-10}" --block "${BLOCK:-5}" --batch "$BATCH" --seq "$SEQ")
 
 status=0
 run() {  # run COMPILE BACKEND: the script's "overhead ..." lines; log (and trace) in $DEST
@@ -40,9 +43,10 @@ run() {  # run COMPILE BACKEND: the script's "overhead ..." lines; log (and trac
 }
 field() { echo "$1" | grep -o "$2=[^ ]*" | head -1 | cut -d= -f2; }
 
-echo "== GPT-2 small (batch 4 x 128): median step (ms) and overhead vs none in the same process and round"
+echo "== GPT-2 small (batch $BATCH x $SEQ): median step (ms) and overhead vs none in the same process and round"
 printf "%-9s %-23s %10s %9s   %s\n" compile mode median_ms overhead "round medians"
-for compile in eager inductor; do
+for compile in ${COMPILES:-eager inductor}; do
+  case $compile in eager|inductor) ;; *) echo "overhead_gpt2: COMPILES takes eager and inductor, not '$compile'" >&2; exit 2;; esac
   run "$compile" tracer
   run "$compile" torch
   for backend in tracer torch; do
@@ -65,6 +69,7 @@ echo "== CUDA graphs: torch.compile(mode=\"reduce-overhead\") under the tracer, 
 log=$DEST/reduce_overhead.log
 CUDA_INJECTION64_PATH=$TRACER NVTX_INJECTION64_PATH=$TRACER OPPROF_TRACE_FILE=$DEST/reduce_overhead.opprof \
   OPPROF_TRACE_WINDOW=1 "$PY" "$REPO/scripts/overhead_gpt2.py" --compile inductor --backend tracer --reduce-overhead-check \
+  --batch "$BATCH" --seq "$SEQ" \
   > "$log" 2>&1 || { echo "reduce-overhead run failed: $(tail -2 "$log" | tr '\n' ' ' | cut -c1-300)"; status=1; }
 "$DUMP" "$DEST/reduce_overhead.opprof" --first 0 > "$DEST/reduce_overhead.dump" 2>&1
 grep -E "^(summary|records\.(kernel|capture_launch|graph_node|graph_node_clone)=|meta graph\.)" "$DEST/reduce_overhead.dump"
