@@ -1,6 +1,7 @@
 // The tracer backend against the torch.profiler backend on one H200 session (tests/fixtures/gpt2_tracer/
 // README.md): GPT-2 small eager, compiled and compiled with CUDA graphs, each captured by `opprof profile`
-// with --backend tracer and with --backend torch. The tracer must attribute every kernel to the same
+// with --backend tracer and with --backend torch; and a compiled MLP's training step
+// (tests/fixtures/mlp_train_compiled/README.md). The tracer must attribute every kernel to the same
 // operator and module as torch.profiler, match every ncu row, and reach the operators of CUDA-graph
 // replays.
 #include <gtest/gtest.h>
@@ -27,7 +28,8 @@ using namespace opprof;
 
 namespace {
 
-std::string dir(const std::string& capture) { return std::string(OPPROF_FIXTURES_DIR) + "/gpt2_tracer/" + capture; }
+std::string fixture(const std::string& path) { return std::string(OPPROF_FIXTURES_DIR) + "/" + path; }
+std::string dir(const std::string& capture) { return fixture("gpt2_tracer/" + capture); }
 
 struct Attributed {
   Timeline tl;
@@ -45,22 +47,24 @@ Attributed attribute(const std::string& trace, const std::string& inductor_dir) 
   return p;
 }
 
-// The two captures of one mode attributed by the CLI and compared as `opprof compare` compares them:
-// kernels aligned by name in invocation order, agreement weighted by kernel time.
-ProfileComparison compare_backends(const std::string& mode, bool compiled) {
+// The two captures in one directory (torch_trace.json.gz, trace.opprof) attributed by the CLI and compared as
+// `opprof compare` compares them: kernels aligned by name in invocation order, agreement weighted by kernel time.
+ProfileComparison compare_backends_in(const std::string& capture_dir, bool compiled) {
   opprof::testing::TempDir tmp;
-  const std::string inductor = compiled ? " --inductor " + dir(mode + "/inductor") : "";
+  const std::string inductor = compiled ? " --inductor " + capture_dir + "/inductor" : "";
   for (const auto& [trace, db] :
        {std::pair<std::string, std::string>{"torch_trace.json.gz", "torch.db"}, {"trace.opprof", "tracer.db"}}) {
-    const std::string cmd = std::string(OPPROF_CLI_PATH) + " attribute -q --trace " + dir(mode + "/" + trace) +
+    const std::string cmd = std::string(OPPROF_CLI_PATH) + " attribute -q --trace " + capture_dir + "/" + trace +
                             inductor + " -o " + tmp.file(db);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   const ProfileComparison c = compare_profiles(ProfileReader(tmp.file("torch.db")), ProfileReader(tmp.file("tracer.db")));
   std::printf("%s: tracer vs torch.profiler: operator %.2f%%, top-level operator %.2f%%, module %.2f%% of kernel time\n",
-              mode.c_str(), c.op.pct, c.top_op.pct, c.module.pct);
+              capture_dir.c_str(), c.op.pct, c.top_op.pct, c.module.pct);
   return c;
 }
+
+ProfileComparison compare_backends(const std::string& mode, bool compiled) { return compare_backends_in(dir(mode), compiled); }
 
 // Every kernel of one backend has its counterpart in the other, with the same operator, top-level
 // operator and module.
@@ -153,4 +157,31 @@ TEST(GoldenTracerBackend, CudaGraphReplaysReachTheirOperatorsThroughTheWrapperCa
   // torch.profiler sees each replay as one graph launch; the same wrapper-call alignment gives its kernels
   // the same operators and modules.
   expect_same_attribution(compare_backends("ro", /*compiled=*/true), 127);
+}
+
+// Training a compiled model: AOTAutograd wraps the forward graph's call in a "CompiledFunction" operator and
+// the backward graph's (on the autograd engine's thread) in "CompiledFunctionBackward". The tracer's
+// timeline has no "## Call CompiledFxGraph" region inside them (Inductor emits it only under torch's
+// profiler), so the wrappers stand for the graph calls: every kernel still lines up with its wrapper call,
+// and gets the operator and module torch.profiler's timeline gives it.
+TEST(GoldenTracerBackend, CompiledTrainingStepAgreesWithTorchProfilerKernelByKernel) {
+  const std::string capture = fixture("mlp_train_compiled");
+  const Attributed tracer = attribute(capture + "/trace.opprof", capture + "/inductor");
+  EXPECT_EQ(tracer.cov.kernels, 38u);
+  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
+  // Each Triton kernel lined up with its wrapper call, which names its operator (not the enclosing
+  // CompiledFunction): 3 in the forward graph, 10 in the backward graph.
+  std::size_t generated = 0, backward = 0;
+  for (std::size_t i = 0; i < tracer.tl.kernels.size(); ++i) {
+    const std::string_view name = tracer.tl.str(tracer.tl.kernels.name[i]);
+    if (!starts_with(name, "triton_")) continue;
+    ++generated;
+    EXPECT_EQ(tracer.attr.path[i], AttributionPath::kFusion) << name;
+    EXPECT_EQ(tracer.tl.str(tracer.attr.op[i]), name);
+    backward += starts_with(tracer.tl.str(tracer.attr.top_op[i]), "autograd::engine::evaluate_function: ") ? 1 : 0;
+  }
+  EXPECT_EQ(generated, 13u);
+  EXPECT_EQ(backward, 10u);
+  expect_same_attribution(compare_backends_in(capture, /*compiled=*/true), 38);
+  expect_every_ncu_row_matched(tracer.tl, capture + "/ncu.csv.gz", 38);
 }

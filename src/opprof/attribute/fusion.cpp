@@ -55,6 +55,17 @@ std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, s
 namespace {
 
 
+// AOTAutograd runs a compiled graph inside an autograd Function: "CompiledFunction" around the forward graph's
+// call; "CompiledFunctionBackward", inside the autograd engine's "autograd::engine::evaluate_function:
+// CompiledFunctionBackward", around the backward graph's (on the autograd engine's thread). torch.profiler
+// adds a "## Call CompiledFxGraph" region inside them; a timeline without it (the opprof tracer: Inductor
+// emits it only under torch's profiler) has the wrapper stand for the graph's call. Either way the wrapper is
+// no wrapper call's operator.
+bool is_compiled_graph_wrapper(std::string_view op) {
+  return op == "CompiledFunction" || op == "CompiledFunctionBackward" ||
+         op == "autograd::engine::evaluate_function: CompiledFunctionBackward";
+}
+
 std::string_view graph_hash_of(std::string_view region_text) {
   if (!starts_with(region_text, kCompiledGraphCallPrefix)) return {};
   std::string_view rest = region_text.substr(kCompiledGraphCallPrefix.size());
@@ -238,9 +249,10 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
   }
   const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < 0.5f;
   if (!p.generated && !vague) return;  // a library kernel keeps the operator correlation found
-  // A generated kernel is what the call names; so is a library kernel that only a coarse enclosure
-  // placed. The launcher range correlation found for a generated kernel carries the same name.
-  if (vague || a.op[i] == kNoString) a.op[i] = p.callee;
+  // A generated kernel is what the call names (correlation found its launcher range, which carries the same
+  // name, or only an enclosing compiled-graph wrapper, or nothing); so is a library kernel that only a coarse
+  // enclosure placed.
+  if (vague || a.op[i] == kNoString || p.generated) a.op[i] = p.callee;
   // Nothing encloses a wrapper call in a compiled graph: without a range around its launch (the tracer
   // records no Triton launcher ranges, torch.profiler does), the call is also the top-level operator.
   if (vague || a.top_op[i] == kNoString) a.top_op[i] = a.op[i];
@@ -258,15 +270,24 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
   const LaunchTable& l = tl.launches;
   FusionContext ctx(tl, inductor);
 
-  // Kernels by the innermost compiled region around their launch.
+  std::vector<std::uint8_t> wrapper(r.size(), 0);
+  for (std::size_t id = 0; id < r.size(); ++id)
+    wrapper[id] = r.kind[id] == RangeKind::kOperator && is_compiled_graph_wrapper(tl.str(r.text[id]));
+
+  // Kernels by the innermost compiled region around their launch, or the compiled-graph wrapper operator
+  // inside it (or without one).
   std::map<std::uint32_t, std::vector<std::uint32_t>> by_region;
   for (std::size_t i = 0; i < k.size(); ++i) {
     std::uint32_t li = launch_of[i];
     if (li == kNoIndex) continue;
     const auto* th = threads.find(l.pid[li], l.tid[li]);
     if (!th) continue;
-    if (const auto* region = th->regions.innermost(l.cpu_start_ns[li], l.cpu_start_ns[li]))
-      by_region[region->id].push_back(static_cast<std::uint32_t>(i));
+    const std::int64_t t = l.cpu_start_ns[li];
+    const IntervalIndex::Interval* region = th->regions.innermost(t, t);
+    th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+      if (wrapper[iv.id] && (!region || iv.start > region->start)) region = &iv;
+    });
+    if (region) by_region[region->id].push_back(static_cast<std::uint32_t>(i));
   }
 
   std::vector<std::uint8_t> done(k.size(), 0);
@@ -290,7 +311,7 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
       std::int64_t t = l.cpu_start_ns[launch_of[i]];
       const IntervalIndex::Interval* top = nullptr;
       th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-        if (iv.start >= region_start && (!top || iv.start < top->start)) top = &iv;
+        if (iv.start >= region_start && !wrapper[iv.id] && (!top || iv.start < top->start)) top = &iv;
       });
       std::uint32_t op = top ? top->id : kNoIndex;
       if (op == kNoIndex || op != prev_op) {
