@@ -138,7 +138,8 @@ _OBSERVER_PROGRAM = textwrap.dedent("""
 
 
 def _trace_observer_program(tmp_path, program=_OBSERVER_PROGRAM, **env_extra):
-    """Runs `program` (default _OBSERVER_PROGRAM) on the CPU under the tracer's NVTX injection; the dump's push lines and summary."""
+    """Runs `program` (default _OBSERVER_PROGRAM) on the CPU under the tracer's NVTX injection; the dump's push
+    lines and summary."""
     if not (TRACER.is_file() and OBSERVER.is_file() and DUMP.is_file()):
         pytest.skip("build/ has no tracer or observer (make build where CUPTI and torch are installed)")
     log = tmp_path / "trace.opprof"
