@@ -45,6 +45,7 @@ trim_inductor() {
 ncu_pass() {  # ncu_pass OUTDIR METRICS [--set full] -- command...
   local out=$1 metrics=$2
   shift 2
+  mkdir -p "$out"
   local extra=()
   while [[ $1 != -- ]]; do extra+=("$1"); shift; done
   shift
