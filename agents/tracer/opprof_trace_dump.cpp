@@ -8,7 +8,6 @@
 //   timeline kernels=.. launches=.. thread_ranges=.. stream_ranges=.. operator=.. module=.. annotation=..
 #include <algorithm>
 #include <cstdint>
-#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -16,10 +15,12 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/decoder.hpp"
 #ifdef OPPROF_DUMP_WITH_TIMELINE
 #include "opprof/ingest/tracer_log.hpp"
 #endif
@@ -27,41 +28,6 @@
 namespace {
 
 using namespace opprof::tracelog;
-
-const char* type_name(std::uint16_t t) {
-  switch (static_cast<RecordType>(t)) {
-    case RecordType::kString: return "string";
-    case RecordType::kKernel: return "kernel";
-    case RecordType::kMemcpy: return "memcpy";
-    case RecordType::kMemset: return "memset";
-    case RecordType::kApiCall: return "api_call";
-    case RecordType::kApiName: return "api_name";
-    case RecordType::kNvtxPush: return "nvtx_push";
-    case RecordType::kNvtxPop: return "nvtx_pop";
-    case RecordType::kNvtxStart: return "nvtx_start";
-    case RecordType::kNvtxEnd: return "nvtx_end";
-    case RecordType::kNvtxMark: return "nvtx_mark";
-    case RecordType::kWindowStart: return "window_start";
-    case RecordType::kWindowStop: return "window_stop";
-    case RecordType::kGraphNode: return "graph_node";
-    case RecordType::kGraphNodeClone: return "graph_node_clone";
-    case RecordType::kGraphExec: return "graph_exec";
-    case RecordType::kDevice: return "device";
-    case RecordType::kThreadName: return "thread_name";
-    case RecordType::kCategoryName: return "category_name";
-    case RecordType::kDropped: return "dropped";
-    case RecordType::kTrailer: return "trailer";
-    case RecordType::kCaptureLaunch: return "capture_launch";
-  }
-  return "unknown";
-}
-
-template <typename T>
-T load(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 int usage() {
   std::fprintf(stderr, "usage: opprof_trace_dump LOG [--first N]\n");
@@ -87,16 +53,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < sizeof(FileHeader) || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
-    std::fprintf(stderr, "%s: not an opprof tracer log\n", path.c_str());
-    return 1;
-  }
-  const auto header = load<FileHeader>(bytes.data());
-  std::printf("header version=%u.%u pid=%u flags=%u cupti_start_ns=%llu steady_start_ns=%llu bytes=%zu\n",
-              header.major, header.minor, header.pid, header.flags,
-              static_cast<unsigned long long>(header.cupti_start_ns),
-              static_cast<unsigned long long>(header.steady_start_ns), bytes.size());
-
   std::map<std::string, std::uint64_t> counts;
   std::unordered_map<std::uint32_t, std::string> strings;
   std::unordered_map<std::uint64_t, std::vector<StackEntry>> node_stacks;
@@ -104,147 +60,101 @@ int main(int argc, char** argv) {
   std::vector<KernelRecord> kernels;
   // Every graph-related record, bounded: what ids the driver and CUPTI gave, for diagnosing the mapping.
   constexpr std::size_t kMaxGraphLines = 48;
-  std::size_t graph_lines = 0;
   std::vector<std::string> graph_detail;
-  std::size_t pos = header.header_bytes;
-  long printed = 0;
-  bool truncated = false;
-  std::vector<std::pair<std::uint16_t, std::size_t>> firsts;
-  while (pos < bytes.size()) {
-    if (bytes.size() - pos < sizeof(RecordHeader)) {
-      truncated = true;
-      break;
+  auto graph_line = [&](const std::string& line) {
+    if (graph_detail.size() < kMaxGraphLines) graph_detail.push_back("graph: " + line);
+  };
+  std::vector<Record> firsts;  // printed once every string is known
+  try {
+    RecordDecoder decoder(bytes);
+    const FileHeader& header = decoder.header();
+    std::printf("header version=%u.%u pid=%u flags=%u cupti_start_ns=%llu steady_start_ns=%llu bytes=%zu\n",
+                header.major, header.minor, header.pid, header.flags,
+                static_cast<unsigned long long>(header.cupti_start_ns),
+                static_cast<unsigned long long>(header.steady_start_ns), bytes.size());
+    Record r;
+    while (decoder.next(&r)) {
+      ++counts[record_type_name(r.type)];
+      std::visit(
+          Visitor{
+              [&](const StringEntry& s) { strings[s.id].assign(s.text); },
+              [&](const KernelRecord& k) {
+                kernels.push_back(k);
+                if (k.graph_node_id != 0)
+                  graph_line("kernel node=" + std::to_string(k.graph_node_id) + " graph=" + std::to_string(k.graph_id) +
+                             " corr=" + std::to_string(k.correlation_id));
+              },
+              [&](const GraphNode& g) {
+                graph_line("node id=" + std::to_string(g.fixed.node_id) + " graph=" + std::to_string(g.fixed.graph_id) +
+                           " type=" + std::to_string(g.fixed.node_type) + " depth=" + std::to_string(g.fixed.depth) +
+                           " tid=" + std::to_string(g.fixed.tid));
+                if (!g.stack.empty() || node_stacks.count(g.fixed.node_id) == 0) node_stacks[g.fixed.node_id] = g.stack;
+              },
+              [&](const GraphNodeCloneRecord& c) {
+                graph_line("clone id=" + std::to_string(c.node_id) + " graph=" + std::to_string(c.graph_id) +
+                           " of id=" + std::to_string(c.original_node_id) + " graph=" + std::to_string(c.original_graph_id));
+                if (c.node_id != c.original_node_id) clone_of[c.node_id] = c.original_node_id;
+              },
+              [&](const GraphExecRecord& e) {
+                graph_line("exec id=" + std::to_string(e.exec_id) + " graph=" + std::to_string(e.graph_id));
+              },
+              [&](const CaptureLaunch& c) {
+                graph_line("capture_launch node=" + std::to_string(c.fixed.node_id) + " capture=" +
+                           std::to_string(c.fixed.capture_id) + " graph=" + std::to_string(c.fixed.graph_id) + " cbid=" +
+                           std::to_string(c.fixed.cbid) + " domain=" + std::to_string(c.fixed.domain) + " depth=" +
+                           std::to_string(c.fixed.depth) + " named=" + (c.fixed.name_sid != 0 ? "1" : "0"));
+                if (c.fixed.node_id != 0 && !c.stack.empty()) node_stacks[c.fixed.node_id] = c.stack;
+              },
+              [](const auto&) {},
+          },
+          r.value);
+      if (static_cast<long>(firsts.size()) < first && !std::holds_alternative<StringEntry>(r.value)) firsts.push_back(r);
     }
-    const auto rh = load<RecordHeader>(bytes.data() + pos);
-    if (rh.size > kMaxPayloadBytes || bytes.size() - pos - sizeof rh < rh.size) {
-      truncated = true;
-      break;
-    }
-    const char* p = bytes.data() + pos + sizeof rh;
-    ++counts[type_name(rh.type)];
-    switch (static_cast<RecordType>(rh.type)) {
-      case RecordType::kString: {
-        auto s = load<StringRecord>(p);
-        strings[s.id].assign(p + sizeof s, s.length);
-        break;
-      }
-      case RecordType::kKernel: {
-        kernels.push_back(load<KernelRecord>(p));
-        const KernelRecord& k = kernels.back();
-        if (k.graph_node_id != 0 && graph_lines < kMaxGraphLines) {
-          graph_lines++;
-          graph_detail.push_back("graph: kernel node=" + std::to_string(k.graph_node_id) + " graph=" +
-                                 std::to_string(k.graph_id) + " corr=" + std::to_string(k.correlation_id));
-        }
-        break;
-      }
-      case RecordType::kGraphNode: {
-        auto g = load<GraphNodeRecord>(p);
-        std::vector<StackEntry> stack(g.depth);
-        if (g.depth != 0) std::memcpy(stack.data(), p + sizeof g, g.depth * sizeof(StackEntry));
-        if (graph_lines < kMaxGraphLines) {
-          graph_lines++;
-          graph_detail.push_back("graph: node id=" + std::to_string(g.node_id) + " graph=" + std::to_string(g.graph_id) +
-                                 " type=" + std::to_string(g.node_type) + " depth=" + std::to_string(g.depth) +
-                                 " tid=" + std::to_string(g.tid));
-        }
-        if (!stack.empty() || node_stacks.count(g.node_id) == 0) node_stacks[g.node_id] = std::move(stack);
-        break;
-      }
-      case RecordType::kGraphNodeClone: {
-        auto c = load<GraphNodeCloneRecord>(p);
-        if (graph_lines < kMaxGraphLines) {
-          graph_lines++;
-          graph_detail.push_back("graph: clone id=" + std::to_string(c.node_id) + " graph=" + std::to_string(c.graph_id) +
-                                 " of id=" + std::to_string(c.original_node_id) +
-                                 " graph=" + std::to_string(c.original_graph_id));
-        }
-        if (c.node_id != c.original_node_id) clone_of[c.node_id] = c.original_node_id;
-        break;
-      }
-      case RecordType::kGraphExec: {
-        auto e = load<GraphExecRecord>(p);
-        if (graph_lines < kMaxGraphLines) {
-          graph_lines++;
-          graph_detail.push_back("graph: exec id=" + std::to_string(e.exec_id) + " graph=" + std::to_string(e.graph_id));
-        }
-        break;
-      }
-      case RecordType::kCaptureLaunch: {
-        auto c = load<CaptureLaunchRecord>(p);
-        if (graph_lines < kMaxGraphLines) {
-          graph_lines++;
-          graph_detail.push_back("graph: capture_launch node=" + std::to_string(c.node_id) + " capture=" +
-                                 std::to_string(c.capture_id) + " graph=" + std::to_string(c.graph_id) + " cbid=" +
-                                 std::to_string(c.cbid) + " domain=" + std::to_string(c.domain) + " depth=" +
-                                 std::to_string(c.depth) + " named=" + (c.name_sid != 0 ? "1" : "0"));
-        }
-        if (c.node_id != 0 && c.depth != 0) {
-          std::vector<StackEntry> stack(c.depth);
-          std::memcpy(stack.data(), p + sizeof c, c.depth * sizeof(StackEntry));
-          node_stacks[c.node_id] = std::move(stack);
-        }
-        break;
-      }
-      default: break;
-    }
-    if (printed < first && rh.type != static_cast<std::uint16_t>(RecordType::kString)) {
-      firsts.emplace_back(rh.type, pos);
-      ++printed;
-    }
-    pos += sizeof rh + rh.size;
+    for (const auto& [name, n] : counts)
+      std::printf("records.%s=%llu\n", name.c_str(), static_cast<unsigned long long>(n));
+    if (decoder.truncated()) std::printf("warning truncated_at=%zu\n", decoder.truncated_at());
+  } catch (const FormatError& e) {
+    std::fprintf(stderr, "%s: byte %zu: %s\n", path.c_str(), e.offset(), e.what());
+    return 1;
   }
-  for (const auto& [name, n] : counts) std::printf("records.%s=%llu\n", name.c_str(), static_cast<unsigned long long>(n));
-  if (truncated) std::printf("warning truncated_at=%zu\n", pos);
 
   auto str = [&](std::uint32_t id) -> std::string {
     auto it = strings.find(id);
     return it == strings.end() ? std::string() : it->second;
   };
-  for (auto [type, at] : firsts) {
-    const char* p = bytes.data() + at + sizeof(RecordHeader);
-    switch (static_cast<RecordType>(type)) {
-      case RecordType::kKernel: {
-        auto k = load<KernelRecord>(p);
-        std::printf("first: kernel %s dur_ns=%lld stream=%u corr=%u grid=%d,%d,%d block=%d,%d,%d graph=%u node=%llu\n",
-                    str(k.name_sid).c_str(), static_cast<long long>(k.end_ns - k.start_ns), k.stream_id,
-                    k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.graph_id,
-                    static_cast<unsigned long long>(k.graph_node_id));
-        break;
-      }
-      case RecordType::kNvtxPush: {
-        auto r = load<NvtxPushRecord>(p);
-        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu\n", str(r.text_sid).c_str(),
-                    str(r.domain_sid).c_str(), static_cast<unsigned long long>(r.tid),
-                    static_cast<unsigned long long>(r.ts_ns));
-        break;
-      }
-      case RecordType::kApiCall: {
-        auto r = load<ApiCallRecord>(p);
-        std::printf("first: api domain=%u cbid=%u corr=%u tid=%llu dur_ns=%lld\n", r.domain, r.cbid,
-                    r.correlation_id, static_cast<unsigned long long>(r.tid),
-                    static_cast<long long>(r.end_ns - r.start_ns));
-        break;
-      }
-      case RecordType::kApiName: {
-        auto r = load<ApiNameRecord>(p);
-        std::printf("first: api_name domain=%u cbid=%u %s\n", r.domain, r.cbid, str(r.name_sid).c_str());
-        break;
-      }
-      case RecordType::kGraphNode: {
-        auto g = load<GraphNodeRecord>(p);
-        std::printf("first: graph_node graph=%u node=%llu type=%u depth=%u\n", g.graph_id,
-                    static_cast<unsigned long long>(g.node_id), g.node_type, g.depth);
-        break;
-      }
-      case RecordType::kDevice: {
-        auto d = load<DeviceRecord>(p);
-        std::printf("first: device %u \"%s\" sm=%u cc=%u.%u\n", d.device_id, str(d.name_sid).c_str(), d.sm_count,
-                    d.cc_major, d.cc_minor);
-        break;
-      }
-      default: std::printf("first: %s\n", type_name(type)); break;
-    }
+  for (const Record& r : firsts) {
+    std::visit(
+        Visitor{
+            [&](const KernelRecord& k) {
+              std::printf("first: kernel %s dur_ns=%lld stream=%u corr=%u grid=%d,%d,%d block=%d,%d,%d graph=%u node=%llu\n",
+                          str(k.name_sid).c_str(), static_cast<long long>(k.end_ns - k.start_ns), k.stream_id,
+                          k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.graph_id,
+                          static_cast<unsigned long long>(k.graph_node_id));
+            },
+            [&](const NvtxPushRecord& e) {
+              std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu\n", str(e.text_sid).c_str(),
+                          str(e.domain_sid).c_str(), static_cast<unsigned long long>(e.tid),
+                          static_cast<unsigned long long>(e.ts_ns));
+            },
+            [&](const ApiCallRecord& a) {
+              std::printf("first: api domain=%u cbid=%u corr=%u tid=%llu dur_ns=%lld\n", a.domain, a.cbid,
+                          a.correlation_id, static_cast<unsigned long long>(a.tid),
+                          static_cast<long long>(a.end_ns - a.start_ns));
+            },
+            [&](const ApiNameRecord& a) {
+              std::printf("first: api_name domain=%u cbid=%u %s\n", a.domain, a.cbid, str(a.name_sid).c_str());
+            },
+            [&](const GraphNode& g) {
+              std::printf("first: graph_node graph=%u node=%llu type=%u depth=%u\n", g.fixed.graph_id,
+                          static_cast<unsigned long long>(g.fixed.node_id), g.fixed.node_type, g.fixed.depth);
+            },
+            [&](const DeviceRecord& d) {
+              std::printf("first: device %u \"%s\" sm=%u cc=%u.%u\n", d.device_id, str(d.name_sid).c_str(), d.sm_count,
+                          d.cc_major, d.cc_minor);
+            },
+            [&](const auto&) { std::printf("first: %s\n", record_type_name(r.type)); },
+        },
+        r.value);
   }
 
   // Graph-launched kernels and the capture-time stack their node (or the node it was cloned from) had.

@@ -40,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/format.hpp"
 
 namespace {
 

@@ -1,7 +1,8 @@
 #pragma once
-// The opprof tracer's binary log format, shared by the writer (tracer/, libopprof_tracer.so) and the reader
-// (src/opprof/ingest/tracer_log.cpp). Header-only and dependency-free on purpose: the injection library
-// must not pull opprof_core into the traced process.
+// The opprof tracer's binary log format, shared by the writer (agents/tracer, libopprof_tracer.so) and the
+// readers (decoder.hpp beside it, used by src/opprof/ingest/tracer_log.cpp and opprof_trace_dump).
+// Header-only and dependency-free on purpose: the injection library must not pull opprof_core into the
+// traced process.
 //
 // Layout: one FileHeader, then records. Each record is a RecordHeader {type, size} followed by `size`
 // payload bytes. A payload starts with the fixed struct of its type; strings and graph-node stacks append a
