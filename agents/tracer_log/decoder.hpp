@@ -10,9 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -42,49 +45,51 @@ struct CaptureLaunch {
   CaptureLaunchRecord fixed;
   std::vector<StackEntry> stack;  // outermost first
 };
+// The two window records share a payload struct; distinct types tell them apart in a visitor.
+struct WindowStart {
+  WindowRecord fixed;
+};
+struct WindowStop {
+  WindowRecord fixed;
+};
 // A record type a newer minor version added: skipped by its size.
 struct UnknownRecord {};
 
+// The table of record types: alternative i is what a record of RecordType i decodes to (0: a type this
+// version does not know), so the decoder needs no list of its own.
 using RecordValue =
     std::variant<UnknownRecord, StringEntry, KernelRecord, MemcpyRecord, MemsetRecord, ApiCallRecord, ApiNameRecord,
-                 NvtxPushRecord, NvtxPopRecord, NvtxStartRecord, NvtxEndRecord, NvtxMarkRecord, WindowRecord,
+                 NvtxPushRecord, NvtxPopRecord, NvtxStartRecord, NvtxEndRecord, NvtxMarkRecord, WindowStart, WindowStop,
                  GraphNode, GraphNodeCloneRecord, GraphExecRecord, DeviceRecord, ThreadNameRecord,
                  CategoryNameRecord, DroppedRecord, TrailerRecord, CaptureLaunch>;
+template <RecordType type>
+using PayloadOf = std::variant_alternative_t<static_cast<std::size_t>(type), RecordValue>;
+static_assert(std::variant_size_v<RecordValue> == static_cast<std::size_t>(RecordType::kCaptureLaunch) + 1,
+              "one alternative per record type");
+static_assert(std::is_same_v<PayloadOf<RecordType::kKernel>, KernelRecord> &&
+              std::is_same_v<PayloadOf<RecordType::kWindowStop>, WindowStop> &&
+              std::is_same_v<PayloadOf<RecordType::kGraphNode>, GraphNode> &&
+              std::is_same_v<PayloadOf<RecordType::kCaptureLaunch>, CaptureLaunch>,
+              "alternatives in RecordType order");
 
-struct Record {
-  std::uint16_t type = 0;   // RecordType's value (kWindowStart and kWindowStop share WindowRecord)
-  std::size_t offset = 0;   // of the record's RecordHeader in the log
-  RecordValue value;
-};
+// Names of the record types in the same order (opprof_trace_dump's counts).
+inline constexpr const char* kRecordTypeNames[] = {
+    "unknown",   "string",       "kernel",     "memcpy",       "memset",           "api_call",
+    "api_name",  "nvtx_push",    "nvtx_pop",   "nvtx_start",   "nvtx_end",         "nvtx_mark",
+    "window_start", "window_stop", "graph_node", "graph_node_clone", "graph_exec", "device",
+    "thread_name", "category_name", "dropped", "trailer",      "capture_launch"};
+static_assert(std::size(kRecordTypeNames) == std::variant_size_v<RecordValue>);
 
 // Name of a record type, "unknown" for a type this version does not define.
 inline const char* record_type_name(std::uint16_t type) {
-  switch (static_cast<RecordType>(type)) {
-    case RecordType::kString: return "string";
-    case RecordType::kKernel: return "kernel";
-    case RecordType::kMemcpy: return "memcpy";
-    case RecordType::kMemset: return "memset";
-    case RecordType::kApiCall: return "api_call";
-    case RecordType::kApiName: return "api_name";
-    case RecordType::kNvtxPush: return "nvtx_push";
-    case RecordType::kNvtxPop: return "nvtx_pop";
-    case RecordType::kNvtxStart: return "nvtx_start";
-    case RecordType::kNvtxEnd: return "nvtx_end";
-    case RecordType::kNvtxMark: return "nvtx_mark";
-    case RecordType::kWindowStart: return "window_start";
-    case RecordType::kWindowStop: return "window_stop";
-    case RecordType::kGraphNode: return "graph_node";
-    case RecordType::kGraphNodeClone: return "graph_node_clone";
-    case RecordType::kGraphExec: return "graph_exec";
-    case RecordType::kDevice: return "device";
-    case RecordType::kThreadName: return "thread_name";
-    case RecordType::kCategoryName: return "category_name";
-    case RecordType::kDropped: return "dropped";
-    case RecordType::kTrailer: return "trailer";
-    case RecordType::kCaptureLaunch: return "capture_launch";
-  }
-  return "unknown";
+  return type < std::size(kRecordTypeNames) ? kRecordTypeNames[type] : kRecordTypeNames[0];
 }
+
+struct Record {
+  std::uint16_t type = 0;   // RecordType's value, or a newer type's (value: UnknownRecord)
+  std::size_t offset = 0;   // of the record's RecordHeader in the log
+  RecordValue value;
+};
 
 class RecordDecoder {
  public:
@@ -122,7 +127,8 @@ class RecordDecoder {
     if (size - pos_ - sizeof rh < rh.size) return cut();  // a crash cut the last record
     out->type = rh.type;
     out->offset = pos_;
-    decode(rh.type, std::string_view(log_.data() + pos_ + sizeof rh, rh.size), &out->value);
+    decode(rh.type, std::string_view(log_.data() + pos_ + sizeof rh, rh.size), &out->value,
+           std::make_index_sequence<std::variant_size_v<RecordValue>>());
     pos_ += sizeof rh + rh.size;
     return true;
   }
@@ -158,51 +164,41 @@ class RecordDecoder {
     return entries;
   }
 
-  void decode(std::uint16_t type, std::string_view payload, RecordValue* value) const {
-    switch (static_cast<RecordType>(type)) {
-      case RecordType::kString: {
-        const auto s = fixed<StringRecord>(payload);
-        if (s.length > payload.size() - sizeof s || s.id == 0)
-          throw FormatError(pos_, "corrupt string record: id " + std::to_string(s.id) + ", length " +
-                                      std::to_string(s.length));
-        if (s.id > max_string_id_)
-          throw FormatError(pos_, "corrupt string record: id " + std::to_string(s.id) + " beyond the " +
-                                      std::to_string(max_string_id_) + " strings a log of " +
-                                      std::to_string(log_.size()) + " bytes can hold");
-        *value = StringEntry{s.id, payload.substr(sizeof s, s.length)};
-        return;
-      }
-      case RecordType::kKernel: *value = fixed<KernelRecord>(payload); return;
-      case RecordType::kMemcpy: *value = fixed<MemcpyRecord>(payload); return;
-      case RecordType::kMemset: *value = fixed<MemsetRecord>(payload); return;
-      case RecordType::kApiCall: *value = fixed<ApiCallRecord>(payload); return;
-      case RecordType::kApiName: *value = fixed<ApiNameRecord>(payload); return;
-      case RecordType::kNvtxPush: *value = fixed<NvtxPushRecord>(payload); return;
-      case RecordType::kNvtxPop: *value = fixed<NvtxPopRecord>(payload); return;
-      case RecordType::kNvtxStart: *value = fixed<NvtxStartRecord>(payload); return;
-      case RecordType::kNvtxEnd: *value = fixed<NvtxEndRecord>(payload); return;
-      case RecordType::kNvtxMark: *value = fixed<NvtxMarkRecord>(payload); return;
-      case RecordType::kWindowStart:
-      case RecordType::kWindowStop: *value = fixed<WindowRecord>(payload); return;
-      case RecordType::kGraphNode: {
-        const auto g = fixed<GraphNodeRecord>(payload);
-        *value = GraphNode{g, stack(payload, sizeof g, g.depth, "graph node")};
-        return;
-      }
-      case RecordType::kGraphNodeClone: *value = fixed<GraphNodeCloneRecord>(payload); return;
-      case RecordType::kGraphExec: *value = fixed<GraphExecRecord>(payload); return;
-      case RecordType::kDevice: *value = fixed<DeviceRecord>(payload); return;
-      case RecordType::kThreadName: *value = fixed<ThreadNameRecord>(payload); return;
-      case RecordType::kCategoryName: *value = fixed<CategoryNameRecord>(payload); return;
-      case RecordType::kDropped: *value = fixed<DroppedRecord>(payload); return;
-      case RecordType::kTrailer: *value = fixed<TrailerRecord>(payload); return;
-      case RecordType::kCaptureLaunch: {
-        const auto c = fixed<CaptureLaunchRecord>(payload);
-        *value = CaptureLaunch{c, stack(payload, sizeof c, c.depth, "capture launch")};
-        return;
-      }
+  // What a payload decodes to as alternative T of RecordValue.
+  template <typename T>
+  T decode_as(std::string_view payload) const {
+    if constexpr (std::is_same_v<T, UnknownRecord>) {
+      return {};
+    } else if constexpr (std::is_same_v<T, StringEntry>) {
+      const auto s = fixed<StringRecord>(payload);
+      if (s.length > payload.size() - sizeof s || s.id == 0)
+        throw FormatError(pos_, "corrupt string record: id " + std::to_string(s.id) + ", length " +
+                                    std::to_string(s.length));
+      if (s.id > max_string_id_)
+        throw FormatError(pos_, "corrupt string record: id " + std::to_string(s.id) + " beyond the " +
+                                    std::to_string(max_string_id_) + " strings a log of " +
+                                    std::to_string(log_.size()) + " bytes can hold");
+      return StringEntry{s.id, payload.substr(sizeof s, s.length)};
+    } else if constexpr (std::is_same_v<T, GraphNode>) {
+      const auto g = fixed<GraphNodeRecord>(payload);
+      return GraphNode{g, stack(payload, sizeof g, g.depth, "graph node")};
+    } else if constexpr (std::is_same_v<T, CaptureLaunch>) {
+      const auto c = fixed<CaptureLaunchRecord>(payload);
+      return CaptureLaunch{c, stack(payload, sizeof c, c.depth, "capture launch")};
+    } else if constexpr (std::is_same_v<T, WindowStart> || std::is_same_v<T, WindowStop>) {
+      return T{fixed<WindowRecord>(payload)};
+    } else {
+      return fixed<T>(payload);
     }
-    *value = UnknownRecord{};
+  }
+
+  template <std::size_t... I>
+  void decode(std::uint16_t type, std::string_view payload, RecordValue* value, std::index_sequence<I...>) const {
+    const bool known = ((I != 0 && type == I &&
+                         (value->template emplace<I>(decode_as<std::variant_alternative_t<I, RecordValue>>(payload)),
+                          true)) ||
+                        ...);
+    if (!known) value->template emplace<0>();
   }
 
   std::string_view log_;

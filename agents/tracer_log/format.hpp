@@ -21,6 +21,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "contract/opprof_contract.h"
+
 namespace opprof::tracelog {
 
 static_assert(std::endian::native == std::endian::little,
@@ -37,7 +39,7 @@ inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: kCaptureLaunch
 // then (carrying its start time). Most operators launch nothing, and their ranges would cost the traced
 // process a clock read, an interned text and two records each. The domain's producer guarantees that a
 // range's text stays valid until the range is popped.
-inline constexpr std::string_view kDeferredRangeDomain = "opprof.torch";
+inline constexpr std::string_view kDeferredRangeDomain = OPPROF_NVTX_DOMAIN_TORCH;
 
 // FileHeader::flags
 inline constexpr std::uint32_t kFlagWindowOnly = 1u << 0;  // OPPROF_TRACE_WINDOW=1: activity outside windows dropped

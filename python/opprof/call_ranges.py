@@ -29,10 +29,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof import contract
 from opprof.files import beside_tracer, first_existing
 
-EXTENSION_NAME = "opprof_call_ranges"
-ENV_DIR = "OPPROF_CALL_RANGES_DIR"
+EXTENSION_NAME = contract.CALL_RANGES_EXTENSION
+ENV_DIR = contract.ENV_CALL_RANGES_DIR
 TOOL_NAME = "opprof call ranges"
 
 _lock = threading.Lock()

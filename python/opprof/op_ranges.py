@@ -22,14 +22,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof import contract
 from opprof.files import beside_tracer, first_existing
 
-LIBRARY_NAME = "libopprof_torch_observer.so"
-ENV_LIBRARY = "OPPROF_TORCH_OBSERVER_LIB"
+LIBRARY_NAME = contract.TORCH_OBSERVER_LIBRARY
+ENV_LIBRARY = contract.ENV_TORCH_OBSERVER_LIB
 
-# The reader's contract (src/opprof/timeline/timeline.hpp): ranges of this domain are operators, except
-# those of category USER_SCOPE + 1, which are record_function ranges (modules, compiled regions, annotations).
-DOMAIN = "opprof.torch"
+# The reader takes ranges of this domain as operators, except those of category NVTX_CATEGORY_USER_SCOPE,
+# which are record_function ranges (modules, compiled regions, annotations).
+DOMAIN = contract.NVTX_DOMAIN_TORCH
 
 _lock = threading.Lock()
 _library: "ObserverLibrary | None" = None

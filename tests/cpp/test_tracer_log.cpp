@@ -302,6 +302,8 @@ TEST(TracerLogDecoder, HandsOutTypedRecordsAndStopsBeforeACutOne) {
   EXPECT_EQ(std::get<GraphNode>(records[2].value).fixed.node_id, 77u);
   EXPECT_EQ(std::get<GraphNode>(records[2].value).stack.size(), 2u);
   EXPECT_EQ(records[3].type, static_cast<std::uint16_t>(RecordType::kWindowStop));
+  ASSERT_TRUE(std::holds_alternative<WindowStop>(records[3].value));
+  EXPECT_EQ(std::get<WindowStop>(records[3].value).fixed.correlation_id, 5u);
   EXPECT_STREQ(record_type_name(records[3].type), "window_stop");
   EXPECT_TRUE(std::holds_alternative<UnknownRecord>(records[4].value));
   EXPECT_STREQ(record_type_name(records[4].type), "unknown");

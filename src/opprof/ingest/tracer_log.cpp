@@ -32,8 +32,6 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, st
   // Dynamo opens its region with a RecordFunction of the function scope (_RecordFunctionFast): a region
   // by its text, whatever the observer's category says.
   if (starts_with(text, kCompiledRegionPrefix)) return RangeKind::kCompiledRegion;
-  static_assert(kTorchObserverDomain == tracelog::kDeferredRangeDomain,
-                "the tracer defers exactly the observer's operator ranges");
   const bool observer = category >= 0 && domain == kTorchObserverDomain;
   if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
@@ -157,7 +155,7 @@ InputPosition at_byte(std::size_t offset) {
 }
 
 // Collects what the decoded records say; the decoder has checked every size.
-void collect(Parsed& p, const RecordDecoder& decoder, Record& r) {
+void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
   std::visit(
       Visitor{
           [&](const StringEntry& s) {
@@ -202,9 +200,13 @@ void collect(Parsed& p, const RecordDecoder& decoder, Record& r) {
             p.saw(e.ts_ns);
           },
           [&](const NvtxMarkRecord&) { ++p.marks; },
-          [&](const WindowRecord& w) {
-            p.windows.push_back(WindowEvent{w.ts_ns, w.tid, r.type == static_cast<std::uint16_t>(RecordType::kWindowStart)});
-            p.saw(w.ts_ns);
+          [&](const WindowStart& w) {
+            p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, true});
+            p.saw(w.fixed.ts_ns);
+          },
+          [&](const WindowStop& w) {
+            p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, false});
+            p.saw(w.fixed.ts_ns);
           },
           [&](GraphNode& g) {
             auto [it, inserted] = p.node_stacks.try_emplace(g.fixed.node_id, std::move(g.stack));  // moves only when inserted
@@ -236,7 +238,7 @@ void collect(Parsed& p, const RecordDecoder& decoder, Record& r) {
           },
           [&](const UnknownRecord&) { ++p.unknown_records; },  // a newer writer's record: skip it
       },
-      r.value);
+      record);
 }
 
 Parsed parse(const std::string& path, const MappedFile& file) {
@@ -245,7 +247,7 @@ Parsed parse(const std::string& path, const MappedFile& file) {
     RecordDecoder decoder(std::string_view(file.data(), file.size()));
     p.header = decoder.header();
     Record r;
-    while (decoder.next(&r)) collect(p, decoder, r);
+    while (decoder.next(&r)) collect(p, decoder, r.value);
     p.truncated = decoder.truncated();
     p.truncated_at = decoder.truncated_at();
   } catch (const FormatError& e) {
