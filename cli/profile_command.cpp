@@ -215,7 +215,7 @@ int run_profile(ProfileOptions o) {
   // The tracer library, looked up once: `auto` picks the backend by it, `tracer` requires it.
   std::string tracer_lib, tracer_where;
   if (o.backend != "torch")
-    tracer_lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &tracer_where);
+    tracer_lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "agents/tracer", &tracer_where);
   if (o.backend == "tracer" && tracer_lib.empty())
     throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + tracer_where +
                                              "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
@@ -282,7 +282,7 @@ int run_profile(ProfileOptions o) {
     // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
     std::string where;
     const std::string observer = find_backend_library("OPPROF_TORCH_OBSERVER_LIB", "libopprof_torch_observer.so",
-                                                      "torch_observer", &where);
+                                                      "agents/torch_observer", &where);
     if (!observer.empty()) {
       pass_a.env["OPPROF_TORCH_OBSERVER_LIB"] = observer;
       say("operator ranges: " + observer);

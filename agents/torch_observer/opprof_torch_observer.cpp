@@ -18,13 +18,15 @@
 #include <memory>
 #include <mutex>
 
+#include "contract/opprof_contract.h"
+
 #ifndef OPPROF_TORCH_VERSION
 #error "OPPROF_TORCH_VERSION (the torch.__version__ built against) must be defined"
 #endif
 
 namespace {
 
-constexpr const char* kDomainName = "opprof.torch";
+constexpr const char* kDomainName = OPPROF_NVTX_DOMAIN_TORCH;
 
 // NVTX category of a range: RecordScope + 1 (0 is NVTX's "no category").
 constexpr const char* kScopeNames[] = {
