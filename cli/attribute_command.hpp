@@ -1,18 +1,17 @@
 #pragma once
 #include <CLI/CLI.hpp>
-#include <map>
-#include <string>
+
+#include "opprof/pipeline/attribute.hpp"
 
 namespace opprof::cli {
 
 struct AttributeOptions {
-  std::string trace, ncu, inductor, metrics, opaque, output;
+  AttributeRequest request;
   bool quiet = false;
-  bool all_ranges = false;
 };
 
 void add_attribute_command(CLI::App& app, AttributeOptions& options);
-// Attributes and writes the profile database; extra_metadata is stored with the capture's own.
-int run_attribute(const AttributeOptions& options, const std::map<std::string, std::string>& extra_metadata = {});
+// Attributes and writes the profile database (opprof/pipeline/attribute.hpp), with progress on stderr.
+int run_attribute(const AttributeOptions& options);
 
 }  // namespace opprof::cli

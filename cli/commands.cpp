@@ -7,7 +7,7 @@
 #include "cli/profile_command.hpp"
 #include "cli/report_command.hpp"
 #include "opprof/util/error.hpp"
-#include "opprof/metrics/metric_set.hpp"
+#include "opprof/pipeline/metric_set_check.hpp"
 
 namespace opprof::cli {
 namespace {
@@ -19,21 +19,19 @@ struct MetricsOptions {
 };
 
 int run_metrics(const MetricsOptions& o) {
-  MetricSet set = load_metric_set(o.file).for_chip(o.chip);
-  if (o.check) {
-    MetricCatalog cat = builtin_metric_catalog(o.chip);
-    if (cat.entries.empty()) {
-      fmt::print(stderr, "opprof: no built-in ncu metric catalog for chip '{}'\n", o.chip);
-      return 2;
-    }
-    auto problems = validate_metric_names(set, cat);
-    for (const auto& p : problems) fmt::print(stderr, "{}\n", p);
-    if (!problems.empty()) return 2;
-    fmt::print("{} metrics of {} are valid for {}\n", set.metrics.size(), set.source, o.chip);
+  const MetricSetCheck c = check_metric_set(o.file, o.chip, o.check);
+  if (!o.check) {
+    for (const auto& m : c.set.metrics)
+      fmt::print("{:<72} {:<6} {:<10} {}\n", m.name, to_string(m.aggregate), m.axis, m.reason);
     return 0;
   }
-  for (const auto& m : set.metrics)
-    fmt::print("{:<72} {:<6} {:<10} {}\n", m.name, to_string(m.aggregate), m.axis, m.reason);
+  if (!c.catalog_known) {
+    fmt::print(stderr, "opprof: no built-in ncu metric catalog for chip '{}'\n", o.chip);
+    return 2;
+  }
+  for (const auto& p : c.problems) fmt::print(stderr, "{}\n", p.to_string());
+  if (!c.problems.empty()) return 2;
+  fmt::print("{} metrics of {} are valid for {}\n", c.set.metrics.size(), c.set.source, o.chip);
   return 0;
 }
 
@@ -58,7 +56,7 @@ void register_commands(CLI::App& app) {
 
 int run_selected(CLI::App& app, const std::vector<std::string>& program) {
   if (app.got_subcommand("profile")) {
-    g_profile.command = program;
+    g_profile.request.command = program;
     return run_profile(g_profile);
   }
   if (!program.empty()) throw InputError("opprof", "only `opprof profile` takes a program after --");
