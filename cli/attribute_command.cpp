@@ -1,12 +1,21 @@
 // `opprof attribute`: captured artifacts -> attributed, counter-annotated profile database.
-#include "cli/attribute_command.hpp"
+#include <memory>
 
+#include "cli/commands.hpp"
 #include "cli/progress_printer.hpp"
+#include "opprof/pipeline/attribute.hpp"
 
 namespace opprof::cli {
+namespace {
+struct AttributeOptions {
+  AttributeRequest request;
+  bool quiet = false;
+};
+}  // namespace
 
-void add_attribute_command(CLI::App& app, AttributeOptions& o) {
-  AttributeRequest& r = o.request;
+Command add_attribute_command(CLI::App& app) {
+  auto o = std::make_shared<AttributeOptions>();
+  AttributeRequest& r = o->request;
   auto* cmd = app.add_subcommand("attribute", "Attribute a capture's kernels to operators and modules, with ncu counters");
   cmd->add_option("--trace", r.trace, "Timeline: torch.profiler trace JSON (.json or .json.gz)")->required();
   cmd->add_option("--ncu", r.ncu, "ncu --csv --page raw --print-units base output of the same window (.csv or .csv.gz)");
@@ -17,16 +26,15 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
   cmd->add_option("-o,--output", r.output, "Profile database to write")->required();
   cmd->add_flag("--all-ranges", r.all_ranges,
                 "Store every operator range, also those that launched no GPU work (a larger database)");
-  cmd->add_flag("-q,--quiet", o.quiet, "No progress on stderr");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr");
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
       "Exit status: 0 done, 2 bad input, 1 other failure.");
-}
-
-int run_attribute(const AttributeOptions& o) {
-  ProgressPrinter printer(o.quiet);
-  attribute_capture(o.request, &printer);
-  return 0;
+  return {cmd, [o](const std::vector<std::string>&) {
+            ProgressPrinter printer(o->quiet);
+            attribute_capture(o->request, &printer);
+            return 0;
+          }};
 }
 
 }  // namespace opprof::cli

@@ -1,15 +1,37 @@
 // `opprof profile`: capture (pass A), replay with ncu (pass B) and attribute, in one command on a GPU.
-#include "cli/profile_command.hpp"
-
 #include <fmt/format.h>
 
+#include <memory>
+
+#include "cli/commands.hpp"
 #include "cli/progress_printer.hpp"
 #include "opprof/pipeline/profile_run.hpp"
 
 namespace opprof::cli {
+namespace {
 
-void add_profile_command(CLI::App& app, ProfileOptions& options) {
-  ProfileRequest& o = options.request;
+struct ProfileOptions {
+  ProfileRequest request;
+  bool quiet = false;
+};
+
+int run_profile(const ProfileOptions& o) {
+  ProgressPrinter printer(o.quiet);
+  const ProfileOutcome outcome = opprof::run_profile(o.request, &printer);
+  if (outcome.database.empty()) return outcome.exit_code;
+  fmt::print("{}", outcome.report_text);
+  if (!outcome.clocks_locked)
+    printer.on_profile(progress::Notice{
+        "note: clocks were not locked; kernel durations follow the GPU's boost clock (see --lock-clocks)"});
+  printer.on_profile(progress::Notice{"profile written to " + outcome.output_dir.string()});
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& app) {
+  auto options = std::make_shared<ProfileOptions>();
+  ProfileRequest& o = options->request;
   auto* cmd = app.add_subcommand(
       "profile",
       "Capture a workload's timeline, replay its kernels under ncu and attribute them (needs an NVIDIA GPU)");
@@ -35,7 +57,7 @@ void add_profile_command(CLI::App& app, ProfileOptions& options) {
   cmd->add_option("--ncu", o.ncu, "Path to ncu (default: PATH, then /usr/local/cuda/bin/ncu)");
   cmd->add_option("--python", o.python, "Python interpreter with torch")->capture_default_str();
   cmd->add_flag("--skip-ncu", o.skip_ncu, "Timeline and attribution only (no hardware counters)");
-  cmd->add_flag("-q,--quiet", options.quiet, "Less progress output");
+  cmd->add_flag("-q,--quiet", options->quiet, "Less progress output");
   cmd->add_option("--backend", o.backend,
                   "Pass A's timeline capture: tracer (libopprof_tracer.so through CUDA/NVTX injection), torch\n"
                   "(torch.profiler, Kineto JSON), or auto: the tracer where it was built, else torch. The tracer\n"
@@ -45,18 +67,13 @@ void add_profile_command(CLI::App& app, ProfileOptions& options) {
   cmd->footer(
       "The output directory holds profile.db, report.txt, report.json and the raw artifacts (trace, ncu CSV and log,\n"
       "Inductor debug files, capture.json). Exit status: 0 done, 2 bad input or environment, 1 failure.");
-}
-
-int run_profile(const ProfileOptions& o) {
-  ProgressPrinter printer(o.quiet);
-  const ProfileOutcome outcome = opprof::run_profile(o.request, &printer);
-  if (outcome.database.empty()) return outcome.exit_code;
-  fmt::print("{}", outcome.report_text);
-  if (!outcome.clocks_locked)
-    printer.on_profile(progress::Notice{
-        "note: clocks were not locked; kernel durations follow the GPU's boost clock (see --lock-clocks)"});
-  printer.on_profile(progress::Notice{"profile written to " + outcome.output_dir.string()});
-  return outcome.exit_code;
+  return {cmd,
+          [options](const std::vector<std::string>& program) {
+            ProfileOptions run = *options;
+            run.request.command = program;
+            return run_profile(run);
+          },
+          /*takes_program=*/true};
 }
 
 }  // namespace opprof::cli
