@@ -17,6 +17,7 @@
 
 #include "cli/attribute_command.hpp"
 #include "cli/report_command.hpp"
+#include "opprof/capture/agent_libraries.hpp"
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
@@ -86,30 +87,6 @@ std::map<std::string, std::string> read_capture_json(const fs::path& path) {
 std::string get_or(const std::map<std::string, std::string>& m, const std::string& k, const std::string& dflt = "") {
   auto it = m.find(k);
   return it == m.end() ? dflt : it->second;
-}
-
-// A library of the tracer backend: $<env_var>, else beside this executable in a build tree
-// (<exe_dir>/<build_subdir>/) or an install (<exe_dir>/../lib/). Empty when not found; `where` lists the
-// places looked at.
-std::string find_backend_library(const char* env_var, const std::string& file, const std::string& build_subdir,
-                                 std::string* where) {
-  if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') {
-    if (!fs::exists(env)) throw InputError(env, std::string(env_var) + " names no file");
-    return fs::absolute(env).string();
-  }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  where->clear();
-  if (ec) {
-    *where = "nothing: /proc/self/exe unreadable";
-    return {};
-  }
-  const fs::path dir = exe.parent_path();
-  for (const fs::path& p : {dir / build_subdir / file, dir / ".." / "lib" / file}) {
-    if (fs::exists(p)) return fs::canonical(p).string();
-    *where += (where->empty() ? "" : ", ") + p.lexically_normal().string();
-  }
-  return {};
 }
 
 // The capture runner's arguments common to both passes.
@@ -214,8 +191,12 @@ int run_profile(ProfileOptions o) {
   };
   // The tracer library, looked up once: `auto` picks the backend by it, `tracer` requires it.
   std::string tracer_lib, tracer_where;
-  if (o.backend != "torch")
-    tracer_lib = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "tracer", &tracer_where);
+  if (o.backend != "torch") {
+    const AgentLocation tracer_loc = find_agent(Agent::kTracer);
+    if (!tracer_loc.error.empty()) throw InputError(agent_info(Agent::kTracer).env_var, tracer_loc.error);
+    tracer_lib = tracer_loc.path;
+    tracer_where = tracer_loc.looked_at_text();
+  }
   if (o.backend == "tracer" && tracer_lib.empty())
     throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + tracer_where +
                                              "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
@@ -280,9 +261,11 @@ int run_profile(ProfileOptions o) {
     say("tracer: " + tracer_lib);
     // Operator ranges: the observer library when built (for the torch it was built against; the capture
     // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
-    std::string where;
-    const std::string observer = find_backend_library("OPPROF_TORCH_OBSERVER_LIB", "libopprof_torch_observer.so",
-                                                      "torch_observer", &where);
+    const AgentLocation observer_loc = find_agent(Agent::kTorchObserver);
+    if (!observer_loc.error.empty())
+      throw InputError(agent_info(Agent::kTorchObserver).env_var, observer_loc.error);
+    const std::string& observer = observer_loc.path;
+    const std::string where = observer_loc.looked_at_text();
     if (!observer.empty()) {
       pass_a.env["OPPROF_TORCH_OBSERVER_LIB"] = observer;
       say("operator ranges: " + observer);
