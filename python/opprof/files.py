@@ -36,7 +36,7 @@ PACKAGE_LIB_DIR = Path(__file__).resolve().parent / "lib"
 
 def agent_candidates(environ: Any, build_subdir: str, filename: str) -> list[Path]:
     """Where an agent library may be when its environment variable is not set, in the engine's order: the
-    build tree beside the injected tracer (``<tracer dir>/../<build_subdir>/``), the tracer's own folder
+    build tree beside the injected tracer (``<tracer dir>/../<build_subdir>/``: build/agents/), the tracer's own folder
     (an install prefix's lib/, or this package's lib/ in a wheel), then this package's lib/."""
     candidates = []
     tracer = environ.get("NVTX_INJECTION64_PATH") or environ.get("CUDA_INJECTION64_PATH")

@@ -9,8 +9,9 @@ The opprof tracer sees PyTorch operators only as NVTX ranges. Two sources, the f
    stringstream for every operator, which on an eager GPT-2 step costs several times what the observer does.
 
 The library is found through OPPROF_TORCH_OBSERVER_LIB (``opprof profile`` sets it), else beside the
-injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree, ``<dir>/`` in an
-install, else in this package's lib/ (a wheel; see opprof.files.agent_candidates). It is loaded only into the torch version it was built for: RecordFunction's C++ ABI is not stable
+injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree (build/agents/), ``<dir>/`` in
+an install, else in this package's lib/ (a wheel; see opprof.files.agent_candidates). It is loaded only into the
+torch version it was built for: RecordFunction's C++ ABI is not stable
 across releases, and a mismatch would crash rather than fail cleanly.
 """
 

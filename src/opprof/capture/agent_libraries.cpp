@@ -12,10 +12,10 @@ namespace opprof {
 namespace {
 
 constexpr AgentInfo kAgents[] = {
-    {"tracer", "libopprof_tracer.so", "OPPROF_TRACER_LIB", "tracer"},
-    {"torch observer", "libopprof_torch_observer.so", "OPPROF_TORCH_OBSERVER_LIB", "torch_observer"},
-    {"call ranges", "opprof_call_ranges", "OPPROF_CALL_RANGES_DIR", "call_ranges"},
-    {"trace dump", "opprof_trace_dump", "OPPROF_TRACE_DUMP", "tracer"},
+    {"tracer", "libopprof_tracer.so", "OPPROF_TRACER_LIB", "agents/tracer"},
+    {"torch observer", "libopprof_torch_observer.so", "OPPROF_TORCH_OBSERVER_LIB", "agents/torch_observer"},
+    {"call ranges", "opprof_call_ranges", "OPPROF_CALL_RANGES_DIR", "agents/call_ranges"},
+    {"trace dump", "opprof_trace_dump", "OPPROF_TRACE_DUMP", "agents/tracer"},
 };
 
 // The folder inside an installed wheel's package where `pip install .` puts the agents.
