@@ -193,7 +193,7 @@ int run_profile(ProfileOptions o) {
   std::string tracer_lib, tracer_where;
   if (o.backend != "torch") {
     const AgentLocation tracer_loc = find_agent(Agent::kTracer);
-    if (!tracer_loc.error.empty()) throw InputError(agent_info(Agent::kTracer).env_var, tracer_loc.error);
+    if (!tracer_loc.error.empty()) throw InputError("opprof profile", tracer_loc.error);
     tracer_lib = tracer_loc.path;
     tracer_where = tracer_loc.looked_at_text();
   }
@@ -263,7 +263,7 @@ int run_profile(ProfileOptions o) {
     // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
     const AgentLocation observer_loc = find_agent(Agent::kTorchObserver);
     if (!observer_loc.error.empty())
-      throw InputError(agent_info(Agent::kTorchObserver).env_var, observer_loc.error);
+      throw InputError("opprof profile", observer_loc.error);
     const std::string& observer = observer_loc.path;
     const std::string where = observer_loc.looked_at_text();
     if (!observer.empty()) {
