@@ -52,6 +52,9 @@ std::map<std::string, std::string> python_env() {
     env["PYTHONPATH"] = old && *old ? dir + ":" + old : dir;
   }
   env["PYTHONUNBUFFERED"] = "1";
+  // The capture asks this engine (opprof.engine) for the metric set and the chip, whatever build it is.
+  std::error_code ec;
+  if (const fs::path self = fs::read_symlink("/proc/self/exe", ec); !ec) env["OPPROF_BIN"] = self.string();
   return env;
 }
 

@@ -3,8 +3,11 @@
 Python does not re-implement what the engine knows (the metric-set format, the attribution pipeline): it runs
 the executable and reads what it prints. The executable is looked up in this order:
 
-1. ``$OPPROF_BIN`` (a user's override; it must name a file);
-2. in a source checkout used through PYTHONPATH=python, the build tree: ``<repo>/build/opprof``;
+1. ``$OPPROF_BIN`` (``opprof profile`` sets it for the processes it starts; a user's override; it must name a
+   file);
+2. in a source checkout used through PYTHONPATH=python, the build trees: ``<repo>/$OPPROF_BUILD_DIR/opprof`` when
+   that is set (the scripts' convention), ``<repo>/build/opprof`` (make build), ``<repo>/build-gpu/opprof`` (the
+   GPU machine's);
 3. the scripts directory of the environment this package is installed in (``pip install .`` puts it there);
 4. ``opprof`` on PATH.
 """
@@ -42,7 +45,8 @@ def candidate_paths(environ: "os._Environ[str] | dict[str, str]" = os.environ) -
     candidates = []
     repo = here.parent.parent
     if (repo / "CMakeLists.txt").is_file() and (repo / "python" / "opprof").is_dir():
-        candidates.append(repo / "build" / EXECUTABLE)
+        build_dirs = [environ["OPPROF_BUILD_DIR"]] if environ.get("OPPROF_BUILD_DIR") else []
+        candidates += [repo / d / EXECUTABLE for d in (*build_dirs, "build", "build-gpu")]
     candidates.append(Path(sysconfig.get_path("scripts")) / EXECUTABLE)
     return candidates
 

@@ -160,12 +160,12 @@ TEST(Doctor, FindsNcuWhereItIsGivenAndSaysWhereItLooked) {
   EXPECT_EQ(looked, std::vector<std::string>{"/nonexistent/ncu (--ncu)"});
 }
 
-struct Run {
+struct CliRun {
   int status = -1;
   std::string out;
 };
-Run run_cli(const std::string& args) {
-  Run r;
+CliRun run_cli(const std::string& args) {
+  CliRun r;
   FILE* p = popen((std::string(OPPROF_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf{};
@@ -177,7 +177,7 @@ Run run_cli(const std::string& args) {
 }
 
 TEST(Doctor, TheCommandReportsAndExitsZero) {
-  Run r = run_cli("doctor --python /nonexistent/python --ncu /nonexistent/ncu --json");
+  CliRun r = run_cli("doctor --python /nonexistent/python --ncu /nonexistent/ncu --json");
   ASSERT_EQ(r.status, 0) << r.out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(r.out).value();
@@ -229,7 +229,7 @@ TEST(MetricSetJson, TheListIsTheChipsSetWithUnitsAndChips) {
 }
 
 TEST(MetricSetJson, TheCommandFindsTheChipOfADeviceAndNamesABadLine) {
-  Run r = run_cli("metrics --json --device-name 'NVIDIA H200' --compute-capability 9.0");
+  CliRun r = run_cli("metrics --json --device-name 'NVIDIA H200' --compute-capability 9.0");
   ASSERT_EQ(r.status, 0) << r.out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc = parser.parse(r.out).value();

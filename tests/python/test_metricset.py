@@ -126,3 +126,11 @@ def test_command_line_check_fails_on_unknown_names(tmp_path, capsys):
     assert metricset.main(["--file", str(path), "--chip", "gh100", "--check"]) == 1
     assert f"{path}:2: not__a_metric.sum: unknown metric for gh100" in capsys.readouterr().err
     assert metricset.main(["--file", str(path), "--chip", "gh100"]) == 0  # without --check: a warning
+
+
+def test_the_engine_lookup_order():
+    repo = REPO
+    assert engine.candidate_paths({engine.ENV_BIN: "/x/opprof"}) == [engine.Path("/x/opprof")]
+    paths = engine.candidate_paths({"OPPROF_BUILD_DIR": "build-mine"})
+    assert paths[:3] == [repo / "build-mine" / "opprof", repo / "build" / "opprof", repo / "build-gpu" / "opprof"]
+    assert paths[3].name == "opprof" and paths[3].parent.name in ("bin", "Scripts")
