@@ -39,6 +39,7 @@ class AgentLookup : public ::testing::Test {
     return fs::canonical(root_ / rel);
   }
   AgentSearchContext context(const std::string& exe_dir) const {
+    fs::create_directories(root_ / exe_dir);  // where the opprof executable would be
     AgentSearchContext c;
     c.exe_dir = (root_ / exe_dir).string();
     c.getenv = [env = env_](std::string_view name) -> std::optional<std::string> {

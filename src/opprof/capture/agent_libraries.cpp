@@ -123,7 +123,8 @@ AgentLocation find_agent(Agent agent, const AgentSearchContext& context) {
   for (const fs::path& p : package_dirs(dir / ".."))
     if (try_place(info, agent, p, "Python package", loc)) return loc;
   if (package_dirs(dir / "..").empty())
-    loc.looked_at.push_back((dir / ".." / "lib" / "python3.*" / "site-packages" / kPackageLibDir).lexically_normal().string());
+    loc.looked_at.push_back(
+        (dir / ".." / "lib" / "python3.*" / "site-packages" / kPackageLibDir / info.file).lexically_normal().string());
   return loc;
 }
 
