@@ -9,8 +9,9 @@ opprof's bottleneck classes and FLOP counts against ncu (tests/fixtures/microker
 | tiny              | t += 1 on one element                                     | launch-bound        |
 | pointer_chase     | 132 blocks x 32 threads, each following 4096 dependent    | latency-bound       |
 |                   | loads through a random cycle over 256 MiB                 |                     |
-| smem_capped_stream| a streaming read with 160 KiB of dynamic shared memory    | occupancy-limited   |
-|                   | per 256-thread block (one block, 8 warps, per SM)         |                     |
+| smem_capped_chase | the same dependent loads, 1024 per thread, from 132 x 256 | occupancy-limited   |
+|                   | threads whose 160 KiB of dynamic shared memory per block  |                     |
+|                   | leaves one block (8 of 64 warps) per SM                   |                     |
 
 The last two are CUDA C kernels compiled at run time by CuPy (NVRTC); CuPy and torch launch on the same
 (legacy default) stream. CUDA only.
@@ -29,6 +30,7 @@ CHASE_STEPS = 4096
 CHASE_GRID, CHASE_BLOCK = 132, 32
 CAPPED_SMEM_BYTES = 160 << 10
 CAPPED_BLOCK = 256
+CAPPED_STEPS = 1024
 
 _CUDA_SOURCE = r"""
 extern "C" __global__ void pointer_chase(const unsigned int* __restrict__ next, unsigned int* out, int steps) {
@@ -37,20 +39,15 @@ extern "C" __global__ void pointer_chase(const unsigned int* __restrict__ next, 
   out[blockIdx.x * blockDim.x + threadIdx.x] = i;
 }
 
-extern "C" __global__ void smem_capped_stream(const float4* __restrict__ x, float* out, long long n4) {
-  extern __shared__ float staging[];
-  float acc = 0.f;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
-    float4 v = x[i];
-    acc += v.x + v.y + v.z + v.w;
-  }
-  staging[threadIdx.x] = acc;
+// Latency-bound per thread like pointer_chase, but with enough threads to hide the latency if they could all
+// be resident: the shared memory each block reserves caps residency at one block per SM.
+extern "C" __global__ void smem_capped_chase(const unsigned int* __restrict__ next, unsigned int* out, int steps) {
+  extern __shared__ unsigned int parked[];
+  unsigned int i = (blockIdx.x * blockDim.x + threadIdx.x) * 1901u;  // 33792 threads x 1901 < 2^26 slots
+  for (int s = 0; s < steps; ++s) i = next[i];
+  parked[threadIdx.x] = i;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    float s = 0.f;
-    for (int t = 0; t < blockDim.x; ++t) s += staging[t];
-    out[blockIdx.x] = s;
-  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = parked[(threadIdx.x + 1) % blockDim.x];
 }
 """
 
@@ -97,7 +94,7 @@ class MicroKernels(nn.Module):
         self.fp32_simt_gemm = Gemm()
         self.tiny = Tiny()
         self.pointer_chase = RawKernel("pointer_chase", CHASE_GRID, CHASE_BLOCK)
-        self.smem_capped_stream = RawKernel("smem_capped_stream", sm_count, CAPPED_BLOCK, CAPPED_SMEM_BYTES)
+        self.smem_capped_chase = RawKernel("smem_capped_chase", sm_count, CAPPED_BLOCK, CAPPED_SMEM_BYTES)
 
     def forward(self, data: dict) -> torch.Tensor:
         import numpy as np
@@ -107,7 +104,7 @@ class MicroKernels(nn.Module):
         self.fp32_simt_gemm(data["a32"], data["b32"])
         self.tiny(data["one"])
         self.pointer_chase(data["next"], data["chase_out"], np.int32(CHASE_STEPS))
-        self.smem_capped_stream(data["stream"], data["capped_out"], np.int64(STREAM_ELEMENTS // 4))
+        self.smem_capped_chase(data["next"], data["capped_out"], np.int32(CAPPED_STEPS))
         return data["capped_out"]
 
 
@@ -139,7 +136,8 @@ def get_model_and_input(device: str | None = None):
         "one": torch.zeros(1, device=dev),
         "next": random_cycle(CHASE_BYTES // 4, dev),
         "chase_out": torch.empty(CHASE_GRID * CHASE_BLOCK, dtype=torch.int32, device=dev),
-        "capped_out": torch.empty(torch.cuda.get_device_properties(dev).multi_processor_count, device=dev),
+        "capped_out": torch.empty(torch.cuda.get_device_properties(dev).multi_processor_count * CAPPED_BLOCK,
+                                  dtype=torch.int32, device=dev),
     }
     model = MicroKernels(torch.cuda.get_device_properties(dev).multi_processor_count)
     return model, (data,)
