@@ -1,9 +1,10 @@
 # opprof_python_lines(<python> <code> <out_var>): runs `<python> -c <code>` and sets <out_var> to the lines
 # it printed, as a CMake list; empty when the interpreter is missing or the code failed. The parts built
 # for the workload's interpreter (agents/torch_observer, agents/call_ranges) ask it where torch or the
-# Python headers are this way.
+# Python headers are this way. PYTHONPATH is dropped for the query: pip's isolated build environment puts a
+# sitecustomize there that hides the target environment's torch.
 function(opprof_python_lines python code out_var)
-  execute_process(COMMAND ${python} -c "${code}"
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=PYTHONPATH ${python} -c "${code}"
     OUTPUT_VARIABLE lines RESULT_VARIABLE rc ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     set(lines "")

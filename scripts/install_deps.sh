@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(cmake ninja-build g++ pkg-config libsimdjson-dev libsqlite3-dev libcli11-dev libfmt-dev
+DEBS=(cmake ninja-build g++ pkg-config libsqlite3-dev libcli11-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3)
 missing=()
 for p in "${DEBS[@]}"; do
@@ -19,6 +19,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# simdjson is built from its source (Debian ships only a shared library; see scripts/fetch_simdjson.sh).
+scripts/fetch_simdjson.sh
+
 if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
   if [ ! -x .venv/bin/python ]; then
     echo "install_deps: creating .venv" >&2
@@ -28,5 +31,10 @@ if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
   if ! .venv/bin/python -c "import torch, pytest, numpy" 2>/dev/null; then
     echo "install_deps: pip install torch==2.13.0 pytest numpy (CPU build)" >&2
     .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" pytest numpy
+  fi
+  # pandas: opprof.load's optional extra (pip install 'opprof[pandas]'), which the Python tests exercise.
+  if ! .venv/bin/python -c "import pandas" 2>/dev/null; then
+    echo "install_deps: pip install pandas" >&2
+    .venv/bin/pip install -q --disable-pip-version-check pandas
   fi
 fi

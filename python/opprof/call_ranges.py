@@ -9,8 +9,8 @@ events of that one code object, PY_UNWIND (only offered globally) filtered in C.
 
 The extension is found through OPPROF_CALL_RANGES_DIR, else beside the injected tracer (NVTX_INJECTION64_PATH):
 ``<dir>/../call_ranges/`` in a build tree (build/agents/call_ranges/ beside build/agents/tracer/), ``<dir>/`` in
-an install; its file name carries this interpreter's EXT_SUFFIX, so a copy built for another Python version is
-never loaded.
+an install, else in this package's lib/ (a wheel; see opprof.files.agent_candidates); its file name carries this
+interpreter's EXT_SUFFIX, so a copy built for another Python version is never loaded.
 
 Differences from ModuleForwardRanges: the range covers the module's hooks too (it is the whole call), and
 modules outside the root's tree get no range (the same limit). Under torch.compile the watched code does not
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from opprof import contract
-from opprof.files import beside_tracer, first_existing
+from opprof.files import agent_candidates, first_existing
 
 EXTENSION_NAME = contract.CALL_RANGES_EXTENSION
 ENV_DIR = contract.ENV_CALL_RANGES_DIR
@@ -52,7 +52,7 @@ def candidate_paths(environ: "os._Environ[str] | dict[str, str]" = os.environ) -
     explicit = environ.get(ENV_DIR)
     if explicit:
         return [Path(explicit) / name]
-    return beside_tracer(environ, "call_ranges", name)
+    return agent_candidates(environ, "call_ranges", name)
 
 
 def load_extension(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> tuple[Any, str]:

@@ -86,14 +86,19 @@ def device_info(device: str) -> dict[str, Any]:
     index = torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)
     major, minor = props.major, props.minor
+    from opprof.engine import EngineNotFound
     from opprof.metricset import chip_for_device
 
+    try:
+        chip = chip_for_device(props.name, major, minor)
+    except EngineNotFound as exc:  # a capture run by hand without the engine: the chip is the engine's word
+        chip, info["chip_error"] = "", str(exc)
     info.update(
         {
             "index": index,
             "name": props.name,
             "compute_capability": f"{major}.{minor}",
-            "chip": chip_for_device(props.name, major, minor),
+            "chip": chip,
             "sm_count": props.multi_processor_count,
             "total_memory_bytes": props.total_memory,
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -29,14 +29,24 @@ def write_json_atomic(path: str | os.PathLike, payload: Any) -> None:
         raise
 
 
-def beside_tracer(environ: Any, build_subdir: str, filename: str) -> list[Path]:
-    """Where a library that goes with the injected opprof tracer may be: ``<tracer dir>/../<build_subdir>/``
-    in a build tree, the tracer's own folder in an install. Empty when no tracer is injected."""
+# Where `pip install .` puts the agent libraries: opprof/lib/ inside this package (CMakeLists.txt,
+# OPPROF_AGENT_INSTALL_DIR; the engine looks there too, src/opprof/capture/agent_libraries.cpp).
+PACKAGE_LIB_DIR = Path(__file__).resolve().parent / "lib"
+
+
+def agent_candidates(environ: Any, build_subdir: str, filename: str) -> list[Path]:
+    """Where an agent library may be when its environment variable is not set, in the engine's order: the
+    build tree beside the injected tracer (``<tracer dir>/../<build_subdir>/``: build/agents/), the tracer's own folder
+    (an install prefix's lib/, or this package's lib/ in a wheel), then this package's lib/."""
+    candidates = []
     tracer = environ.get("NVTX_INJECTION64_PATH") or environ.get("CUDA_INJECTION64_PATH")
-    if not tracer:
-        return []
-    tracer_dir = Path(tracer).resolve().parent
-    return [tracer_dir.parent / build_subdir / filename, tracer_dir / filename]
+    if tracer:
+        tracer_dir = Path(tracer).resolve().parent
+        candidates += [tracer_dir.parent / build_subdir / filename, tracer_dir / filename]
+    package_copy = PACKAGE_LIB_DIR / filename
+    if package_copy not in candidates:
+        candidates.append(package_copy)
+    return candidates
 
 
 def first_existing(paths: list[Path], environ: Any, env_var: str, filename: str,
@@ -48,5 +58,5 @@ def first_existing(paths: list[Path], environ: Any, env_var: str, filename: str,
         return found, ""
     if environ.get(env_var):
         return None, explicit_missing
-    looked = ", ".join(str(p) for p in paths) or f"nowhere: neither {env_var} nor NVTX_INJECTION64_PATH is set"
+    looked = ", ".join(str(p) for p in paths)
     return None, f"{filename} not found (looked at {looked})"

@@ -9,8 +9,9 @@ The opprof tracer sees PyTorch operators only as NVTX ranges. Two sources, the f
    stringstream for every operator, which on an eager GPT-2 step costs several times what the observer does.
 
 The library is found through OPPROF_TORCH_OBSERVER_LIB (``opprof profile`` sets it), else beside the
-injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree (build/agents/), ``<dir>/`` in an
-install. It is loaded only into the torch version it was built for: RecordFunction's C++ ABI is not stable
+injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree (build/agents/), ``<dir>/`` in
+an install, else in this package's lib/ (a wheel; see opprof.files.agent_candidates). It is loaded only into the
+torch version it was built for: RecordFunction's C++ ABI is not stable
 across releases, and a mismatch would crash rather than fail cleanly.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from opprof import contract
-from opprof.files import beside_tracer, first_existing
+from opprof.files import agent_candidates, first_existing
 
 LIBRARY_NAME = contract.TORCH_OBSERVER_LIBRARY
 ENV_LIBRARY = contract.ENV_TORCH_OBSERVER_LIB
@@ -67,7 +68,7 @@ def candidate_paths(environ: "os._Environ[str] | dict[str, str]" = os.environ) -
     explicit = environ.get(ENV_LIBRARY)
     if explicit:
         return [Path(explicit)]
-    return beside_tracer(environ, "torch_observer", LIBRARY_NAME)
+    return agent_candidates(environ, "torch_observer", LIBRARY_NAME)
 
 
 def load_observer(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> tuple["ObserverLibrary | None", str]:

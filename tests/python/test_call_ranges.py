@@ -33,11 +33,13 @@ def test_candidate_paths_follow_the_explicit_directory_else_the_tracer(tmp_path)
     name = call_ranges.extension_filename()
     assert name.startswith("opprof_call_ranges") and name.endswith(".so")
     tracer = tmp_path / "build" / "agents" / "tracer" / "libopprof_tracer.so"
+    package_copy = PYTHON_DIR / "opprof" / "lib" / name  # where a wheel puts it
     assert call_ranges.candidate_paths({"NVTX_INJECTION64_PATH": str(tracer)}) == [
-        tmp_path / "build" / "agents" / "call_ranges" / name, tmp_path / "build" / "agents" / "tracer" / name]
+        tmp_path / "build" / "agents" / "call_ranges" / name, tmp_path / "build" / "agents" / "tracer" / name,
+        package_copy]
     explicit = {call_ranges.ENV_DIR: "/somewhere", "NVTX_INJECTION64_PATH": str(tracer)}
     assert call_ranges.candidate_paths(explicit) == [call_ranges.Path("/somewhere") / name]
-    assert call_ranges.candidate_paths({}) == []
+    assert call_ranges.candidate_paths({}) == [package_copy]
 
 
 def test_the_loader_says_why_it_has_no_extension(fresh_loader, tmp_path):

@@ -1,30 +1,50 @@
-"""The Python reader of the engine's metric set agrees with the C++ semantics (metric_set.cpp)."""
+"""opprof.metricset asks the engine (`opprof metrics --json`): the same list `opprof metrics` prints, the
+engine's chip table, and the engine's file:line errors. Needs the built engine (make build)."""
+
+import subprocess
 
 import pytest
 
-from conftest import DATA_DIR
-from opprof import metricset
-from opprof.metricset import MetricSetError, chip_for_device, load_metric_set, parse_metric_set
+from conftest import REPO
+from opprof import engine, metricset
+from opprof.metricset import MetricSetError, chip_for_device, describe, metric_names_for_chip
+
+ENGINE = REPO / "build" / "opprof"
+pytestmark = pytest.mark.skipif(not ENGINE.is_file(), reason="build/opprof not built (make build)")
 
 
-def test_default_set_from_the_repository():
-    metric_set = load_metric_set()
-    assert metric_set.source == str(DATA_DIR / "metrics_default.tsv")
-    names = metric_set.names()
+def engine_text_list(*args):
+    """The metric names `opprof metrics` prints, one per line, first column."""
+    out = subprocess.run([str(ENGINE), "metrics", *args], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def test_the_engine_is_the_build_trees():
+    assert engine.find_engine({}) == ENGINE
+
+
+@pytest.mark.parametrize("chip", ["gh100", "ga100", "*"])
+def test_the_list_equals_the_engines(chip):
+    assert metric_names_for_chip(chip) == engine_text_list("--chip", chip)
+
+
+def test_the_default_set():
+    doc = describe("*")
+    assert doc["source"] == "<built-in>"
+    names = [m["name"] for m in doc["metrics"]]
     assert names[0] == "gpu__time_duration.sum"
     assert len(names) == len(set(names)) == 22
-    assert all(m.arch == "*" for m in metric_set.metrics)
-    spec = metric_set.find("launch__registers_per_thread")
-    assert spec.aggregate == "max" and spec.axis == "launch" and spec.reason
+    spec = next(m for m in doc["metrics"] if m["name"] == "launch__registers_per_thread")
+    assert spec["aggregate"] == "max" and spec["axis"] == "launch" and spec["reason"]
+    assert "gh100" in spec["chips"]
+    dram = next(m for m in doc["metrics"] if m["name"] == "dram__bytes_read.sum")
+    assert dram["unit"] == "byte"
+    assert metric_names_for_chip("") == names  # "" is the chip-independent set too
 
 
-def test_default_set_names_are_in_the_gh100_catalog():
-    names = metricset.metric_names_for_chip("gh100")
-    assert metricset.unknown_metrics(names, "gh100") == []
-    assert metricset.unknown_metrics(["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"], "gh100") == [
-        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
-    ]
-    assert metricset.unknown_metrics(["made_up__metric.sum"], "no_such_chip") == []  # no catalog: nothing to check
+def test_the_default_set_is_valid_for_gh100():
+    doc = describe("gh100")
+    assert doc["catalog"] is True and doc["problems"] == []
 
 
 CHIP_ROWS = (
@@ -40,53 +60,44 @@ CHIP_ROWS = (
 )
 
 
-def test_replaces_row_takes_the_place_of_the_named_metric():
-    metric_set = parse_metric_set(CHIP_ROWS, "test.tsv")
-    assert metric_set.names()[:3] == [
-        "gpu__time_duration.sum",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "dram__bytes_read.sum",
-    ]
-    hopper = metric_set.for_chip("gh100").names()
-    assert hopper == [
+def test_a_users_file_with_chip_rows(tmp_path):
+    path = tmp_path / "m.tsv"
+    path.write_text(CHIP_ROWS)
+    assert metric_names_for_chip("gh100", path) == [
         "gpu__time_duration.sum",
         "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",  # in the replaced row's place
         "dram__bytes_read.sum",
         "sm__inst_executed_pipe_tma.sum",  # no replaces: appended
     ]
-    ampere = metric_set.for_chip("ga100").names()
+    ampere = metric_names_for_chip("ga100", path)
     assert ampere == [
         "gpu__time_duration.sum",
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
         "lts__t_bytes.sum",
     ]
-    assert metric_set.for_chip("ad102").names() == ampere[:2] + ["dram__bytes_read.sum"]
-
-
-def test_missing_columns_default_like_the_engine():
-    spec = parse_metric_set("dram__bytes_read.sum\tsum\tdram\n", "x").metrics[0]
-    assert (spec.arch, spec.replaces, spec.reason, spec.line) == ("*", "", "", 1)
+    assert metric_names_for_chip("ad102", path) == ampere[:2] + ["dram__bytes_read.sum"]
+    assert metric_names_for_chip("gh100", path) == engine_text_list("--chip", "gh100", "--metrics", str(path))
+    rows = {m["name"]: m for m in describe("*", path)["metrics"]}
+    assert "gh100" not in rows["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]["chips"]
+    assert rows["dram__bytes_read.sum"]["line"] == 4
 
 
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("gpu__time_duration.sum\tsum\n", "expected tab-separated columns"),
-        ("gpu__time_duration.sum\tmean\ttime\n", "unknown aggregate 'mean'"),
-        ("bad name.sum\tsum\ttime\n", "bad metric name"),
-        ("a.sum\tsum\tx\na.sum\tsum\tx\n", "listed twice"),
-        ("# only a comment\n\n", "names no metric"),
+        ("gpu__time_duration.sum\tsum\n", ":1:1: expected tab-separated columns"),
+        ("# c\ngpu__time_duration.sum\tmean\ttime\n", ":2:1: unknown aggregate 'mean'"),
+        ("bad name.sum\tsum\ttime\n", ":1:1: bad metric name"),
+        ("a.sum\tsum\tx\na.sum\tsum\tx\n", ":2:1: metric a.sum is listed twice"),
+        ("# only a comment\n\n", ": the metric set names no metric"),
     ],
 )
-def test_bad_files_are_rejected_with_the_line(text, message):
-    with pytest.raises(MetricSetError, match=message):
-        parse_metric_set(text, "bad.tsv")
-
-
-def test_a_chip_row_may_repeat_a_default_name():
-    # The engine only rejects duplicates among "*" rows; a chip row naming an existing metric is legal.
-    metric_set = parse_metric_set("a.sum\tsum\tx\na.sum\tmax\tx\tgh100\ta.sum\n", "x")
-    assert [m.aggregate for m in metric_set.for_chip("gh100").metrics] == ["max"]
+def test_bad_files_give_the_engines_error(tmp_path, text, message):
+    path = tmp_path / "bad.tsv"
+    path.write_text(text)
+    with pytest.raises(MetricSetError) as info:
+        metric_names_for_chip("gh100", path)
+    assert str(info.value).startswith(str(path) + message)
 
 
 def test_chip_for_device():
@@ -97,25 +108,29 @@ def test_chip_for_device():
     assert chip_for_device("Some GPU") == ""
 
 
-def test_data_dir_override(tmp_path, monkeypatch):
-    (tmp_path / "metrics_default.tsv").write_text("only__metric.sum\tsum\tx\n")
-    monkeypatch.setenv("OPPROF_DATA_DIR", str(tmp_path))
-    assert metricset.metric_names_for_chip("") == ["only__metric.sum"]
-
-
-def test_missing_data_file_names_the_places_searched(monkeypatch):
-    with pytest.raises(FileNotFoundError, match="OPPROF_DATA_DIR"):
-        metricset.find_data_file("no_such_file.tsv")
+def test_a_missing_engine_names_where_it_looked(monkeypatch):
+    monkeypatch.setenv(engine.ENV_BIN, "/nonexistent/opprof")
+    with pytest.raises(engine.EngineNotFound, match="OPPROF_BIN=/nonexistent/opprof"):
+        metric_names_for_chip("gh100")
 
 
 def test_command_line_prints_one_comma_separated_list(capsys):
     assert metricset.main(["--device-name", "NVIDIA H200", "--compute-capability", "9.0", "--check"]) == 0
     out = capsys.readouterr().out.strip()
-    assert out.split(",") == metricset.metric_names_for_chip("gh100")
+    assert out.split(",") == metric_names_for_chip("gh100")
 
 
 def test_command_line_check_fails_on_unknown_names(tmp_path, capsys):
     path = tmp_path / "m.tsv"
     path.write_text("gpu__time_duration.sum\tsum\ttime\nnot__a_metric.sum\tsum\tx\n")
     assert metricset.main(["--file", str(path), "--chip", "gh100", "--check"]) == 1
-    assert "not__a_metric.sum" in capsys.readouterr().err
+    assert f"{path}:2: not__a_metric.sum: unknown metric for gh100" in capsys.readouterr().err
+    assert metricset.main(["--file", str(path), "--chip", "gh100"]) == 0  # without --check: a warning
+
+
+def test_the_engine_lookup_order():
+    repo = REPO
+    assert engine.candidate_paths({engine.ENV_BIN: "/x/opprof"}) == [engine.Path("/x/opprof")]
+    paths = engine.candidate_paths({"OPPROF_BUILD_DIR": "build-mine"})
+    assert paths[:3] == [repo / "build-mine" / "opprof", repo / "build" / "opprof", repo / "build-gpu" / "opprof"]
+    assert paths[3].name == "opprof" and paths[3].parent.name in ("bin", "Scripts")

@@ -135,24 +135,34 @@ MetricCatalog builtin_metric_catalog(std::string_view chip) {
   return parse_metric_catalog(text, "<built-in " + file + ">", std::string(chip));
 }
 
+namespace {
+// ncu's chip name per compute capability (major * 10 + minor).
+struct ChipByCapability {
+  int capability;
+  const char* chip;
+};
+constexpr std::array kChipsByCapability = {
+    ChipByCapability{70, "gv100"}, ChipByCapability{75, "tu102"}, ChipByCapability{80, "ga100"},
+    ChipByCapability{86, "ga102"}, ChipByCapability{87, "ga102"}, ChipByCapability{89, "ad102"},
+    ChipByCapability{90, "gh100"}, ChipByCapability{100, "gb100"}, ChipByCapability{120, "gb202"},
+};
+}  // namespace
+
 std::string chip_for_device(std::string_view device_name, int major, int minor) {
-  int cc = major * 10 + minor;
-  switch (cc) {
-    case 70: return "gv100";
-    case 75: return "tu102";
-    case 80: return "ga100";
-    case 86:
-    case 87: return "ga102";
-    case 89: return "ad102";
-    case 90: return "gh100";
-    case 100: return "gb100";
-    case 120: return "gb202";
-    default: break;
-  }
+  const int cc = major * 10 + minor;
+  for (const auto& [capability, chip] : kChipsByCapability)
+    if (capability == cc) return chip;
   // No compute capability: go by the marketing name.
   if (contains(device_name, "H100") || contains(device_name, "H200") || contains(device_name, "H800")) return "gh100";
   if (contains(device_name, "A100") || contains(device_name, "A800") || contains(device_name, "A30")) return "ga100";
   return "";
+}
+
+std::vector<std::string> known_chips() {
+  std::vector<std::string> out;
+  for (const auto& entry : kChipsByCapability)
+    if (std::find(out.begin(), out.end(), entry.chip) == out.end()) out.emplace_back(entry.chip);
+  return out;
 }
 
 std::string chip_for_capture(const std::map<std::string, std::string>& metadata) {
@@ -217,6 +227,16 @@ std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const Met
     if (!rollup_ok || !sub_ok) problem(fmt::format("suffix not valid for a {} metric", entry->type));
   }
   return problems;
+}
+
+std::string metric_unit(std::string_view name, const MetricCatalog& catalog) {
+  auto parts = split(name, '.');
+  if (parts.size() >= 3 && starts_with(parts[2], "pct_of_peak")) return "%";
+  if (parts.size() >= 2 && parts[1] == "pct") return "%";
+  const auto* entry = catalog.find(parts[0]);
+  if (!entry) return "";
+  if (parts.size() >= 3 && parts[2] == "per_second") return entry->unit + "/second";
+  return entry->unit;
 }
 
 }  // namespace opprof

@@ -58,6 +58,8 @@ MetricCatalog parse_metric_catalog(std::string_view csv_text, const std::string&
 MetricCatalog builtin_metric_catalog(std::string_view chip);
 // The ncu chip name for a GPU as torch/ncu name it ("NVIDIA H200" -> "gh100"), "" when unknown.
 std::string chip_for_device(std::string_view device_name, int compute_major, int compute_minor);
+// The chips chip_for_device can answer, each once, in order of compute capability.
+std::vector<std::string> known_chips();
 // The ncu chip of a capture's first GPU from a timeline's metadata ("device.0.name" with
 // "device.0.compute_major/minor", or "device.0.cc" = "9.0"), "" when it does not say.
 std::string chip_for_capture(const std::map<std::string, std::string>& timeline_metadata);
@@ -74,5 +76,10 @@ struct MetricProblem {
 // Problems with the set's names against a catalog: an unknown base name, or a rollup suffix its type
 // does not have. launch__* and device__attribute__* are always collectable.
 std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog);
+
+// The unit of a metric's value as ncu prints it with --print-units base: "%" for percentages of peak,
+// else the catalog's unit of its base name (with "/second" for .per_second); "" where the catalog does not
+// say (launch__* is in no catalog).
+std::string metric_unit(std::string_view name, const MetricCatalog& catalog);
 
 }  // namespace opprof

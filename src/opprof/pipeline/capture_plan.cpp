@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "opprof/capture/agent_libraries.hpp"
+#include "opprof/capture/doctor.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
@@ -18,13 +20,12 @@ bool names_python(const std::vector<std::string>& command) {
   return !command.empty() && contains(fs::path(command[0]).filename().string(), "python");
 }
 
-std::string find_ncu(const std::string& given) {
-  if (!given.empty()) return find_in_path(given);
-  std::string p = find_in_path("ncu");
-  if (!p.empty()) return p;
-  for (const char* c : {"/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"})
-    if (fs::exists(c)) return c;
-  return {};
+// An agent library for pass A through the one agent lookup (capture/agent_libraries); an environment
+// variable that names no file is bad input.
+LibraryLookup find_agent_library(Agent agent) {
+  const AgentLocation location = find_agent(agent);
+  if (!location.error.empty()) throw InputError(std::string(agent_info(agent).env_var), location.error);
+  return {location.path, location.looked_at_text()};
 }
 
 // Where the Python side lives in a source tree (pip installs put it on sys.path anyway).
@@ -107,6 +108,7 @@ std::map<std::string, std::string> python_env(const CaptureEnvironment& env) {
   if (!env.python_source.empty())
     out["PYTHONPATH"] = env.pythonpath.empty() ? env.python_source : env.python_source + ":" + env.pythonpath;
   out["PYTHONUNBUFFERED"] = "1";
+  if (!env.opprof_bin.empty()) out["OPPROF_BIN"] = env.opprof_bin;  // the engine the Python side asks
   return out;
 }
 
@@ -114,15 +116,16 @@ CaptureEnvironment probe_capture_environment(const ProfileRequest& r) {
   CaptureEnvironment env;
   env.python_source = python_source_dir();
   if (const char* old = std::getenv("PYTHONPATH")) env.pythonpath = old;
+  std::error_code ec;
+  if (const fs::path self = fs::read_symlink("/proc/self/exe", ec); !ec) env.opprof_bin = self.string();
   env.cwd = fs::current_path();
   std::time_t t = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
   env.timestamp = stamp;
   if (r.backend != "torch") {
-    env.tracer = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "agents/tracer");
-    if (!env.tracer.path.empty())
-      env.observer = find_backend_library("OPPROF_TORCH_OBSERVER_LIB", "libopprof_torch_observer.so", "agents/torch_observer");
+    env.tracer = find_agent_library(Agent::kTracer);
+    if (!env.tracer.path.empty()) env.observer = find_agent_library(Agent::kTorchObserver);
   }
   if (!r.skip_ncu) env.ncu = find_ncu(r.ncu);
   // No GPU is the first thing users meet on the wrong machine: ask torch before starting anything long.

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "opprof/capture/backend_library.hpp"
 #include "opprof/capture/subprocess.hpp"
 
 namespace opprof {
@@ -40,6 +39,12 @@ struct ProfileRequest {
 void check_profile_request(const ProfileRequest& request);
 
 // What the machine has, as far as the plan depends on it.
+// Where an agent library was found for pass A ("" when not), and where the lookup looked.
+struct LibraryLookup {
+  std::string path;
+  std::string looked_at;
+};
+
 struct CaptureEnvironment {
   ChildResult gpu_probe;      // `python -c` asking torch for a GPU: exit 0 with its name, 3 without one
   std::string gpu_name;       // the probe's answer
@@ -48,6 +53,7 @@ struct CaptureEnvironment {
   LibraryLookup observer;     // looked up where the tracer was found
   std::string python_source;  // opprof's python/ in a source tree (prepended to PYTHONPATH); "" in installs
   std::string pythonpath;     // the parent's PYTHONPATH
+  std::string opprof_bin;     // this executable, for the capture's engine calls (OPPROF_BIN); "" unknown
   std::filesystem::path cwd;  // for a relative output directory
   std::string timestamp;      // "20250102-030405", for the default output directory
 };
