@@ -171,7 +171,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
   kernel_metrics.kernels = tl.kernels.size();
   if (ncu) {
     sw = Stopwatch();
-    match = match_ncu(tl, *ncu);
+    match = match_ncu(tl, *ncu, &notes.anomalies);
     kernel_metrics = collect_kernel_metrics(tl, *ncu, *match, chip_set);
     progress.say("matched {} of {} ncu rows to kernels in {:.2f} s ({} rows and {} kernels unmatched)", match->matched,
                  ncu->rows(), sw.seconds(), match->unmatched_rows.size(), match->unmatched_kernels.size());
@@ -205,6 +205,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     in.match = &*match;
   }
   if (!o.all_ranges) in.operator_ranges_to_keep = &notes.operator_on_launch_path;
+  in.anomalies = &notes.anomalies;
   in.metadata = std::move(meta);
   sw = Stopwatch();
   write_profile_db(o.output, in);

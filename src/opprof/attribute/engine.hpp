@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "opprof/anomaly/anomalies.hpp"
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/attribute/opaque_backends.hpp"
 #include "opprof/ingest/inductor.hpp"
@@ -27,6 +28,8 @@ struct AttributionNotes {
   // Per timeline range: 1 when it is an operator range around some kernel's launch (or the operator
   // enclosure picked). Operator ranges that launched nothing (aten::view, aten::empty) are 0.
   std::vector<std::uint8_t> operator_on_launch_path;
+  // Choices attribution made on its own (graph ties, alignment fallbacks); ncu matching adds its own.
+  Anomalies anomalies;
 };
 
 // Attributes every GPU activity of tl. Interns the strings it makes (module paths, fused-op lists,
