@@ -221,7 +221,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   }
 
   // Path 3: fusion.
-  if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, a, notes);
+  if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, opt, a, notes);
 
   // Families for every activity; memcpy and memset are their own families.
   std::unordered_map<StrId, StrId> family_of_name;

@@ -15,12 +15,16 @@
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/attribute/opaque_backends.hpp"
 #include "opprof/ingest/inductor.hpp"
+#include "opprof/match/sequence_align.hpp"
 #include "opprof/timeline/timeline.hpp"
 
 namespace opprof {
 
 struct AttributionOptions {
   OpaqueBackends opaque = OpaqueBackends::builtin();
+  // Steps the exact alignment of a compiled region's launches with its graph's calls may take before it
+  // falls back to greedy in-order matching (anomaly align.greedy_fallback).
+  std::uint64_t fusion_align_max_steps = kAlignInOrderMaxSteps;
 };
 
 struct AttributionNotes {

@@ -249,7 +249,8 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
 }  // namespace
 
 void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadRangeIndexes& threads,
-                  const std::vector<std::uint32_t>& launch_of, AttributionTable& a, AttributionNotes* notes) {
+                  const std::vector<std::uint32_t>& launch_of, const AttributionOptions& opt, AttributionTable& a,
+                  AttributionNotes* notes) {
   const KernelTable& k = tl.kernels;
   const RangeTable& r = tl.ranges;
   const LaunchTable& l = tl.launches;
@@ -340,7 +341,7 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
           if (unit_any_library[u]) return call.kind == WrapperCall::Kind::kExtern;
           return unit_names[u] == call.callee;
         },
-        kAlignInOrderMaxSteps, anomalies);
+        opt.fusion_align_max_steps, anomalies);
     std::vector<std::size_t> call_of_unit(unit_names.size(), kNoIndex);
     for (auto [u, c] : pairs) call_of_unit[u] = c;
     // A library call may launch more than one kernel (a GEMM and its split-K reduction): unaligned

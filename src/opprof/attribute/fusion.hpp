@@ -7,7 +7,6 @@
 #include "opprof/attribute/engine.hpp"
 #include "opprof/attribute/range_indexes.hpp"
 #include "opprof/ingest/inductor.hpp"
-#include "opprof/match/sequence_align.hpp"  // align_in_order, which apply_fusion aligns with
 #include "opprof/timeline/timeline.hpp"
 
 namespace opprof {
@@ -18,6 +17,7 @@ namespace opprof {
 // ops and FX nodes; library kernels (extern calls) keep their operator and gain FX nodes; all gain the
 // module path their FX nodes map to. launch_of[k] is kernel k's launch row or kNoIndex.
 void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadRangeIndexes& threads,
-                  const std::vector<std::uint32_t>& launch_of, AttributionTable& a, AttributionNotes* notes);
+                  const std::vector<std::uint32_t>& launch_of, const AttributionOptions& opt, AttributionTable& a,
+                  AttributionNotes* notes);
 
 }  // namespace opprof

@@ -93,17 +93,25 @@ InputPosition position_of(std::string_view text, std::size_t offset) {
   return pos;
 }
 
-// Parses a whole JSON document; the parser must outlive the returned element.
-simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& text, const std::string& file) {
-  simdjson::dom::element root;
-  simdjson::error_code err = parser.parse(text).get(root);
-  if (!err) return root;
-  // simdjson says what is wrong but not where: the diagnoser finds the first byte where the grammar breaks.
-  if (auto problem = detail::find_json_problem(text)) {
-    throw InputError(file, "malformed JSON: " + problem->message, position_of(text, problem->offset));
+// A JSON file whose document must be an object. The parser owns the parsed elements, so the file is
+// read and parsed in place and lives as long as what is read from it.
+struct JsonObjectFile {
+  explicit JsonObjectFile(const fs::path& path) : file(path.string()), text(read_regular_file(path)) {
+    simdjson::dom::element document;
+    if (simdjson::error_code err = parser.parse(text).get(document)) {
+      // simdjson says what is wrong but not where: the diagnoser finds the first byte where the grammar breaks.
+      if (auto problem = detail::find_json_problem(text))
+        throw InputError(file, "malformed JSON: " + problem->message, position_of(text, problem->offset));
+      throw InputError(file, std::string("malformed JSON: ") + simdjson::error_message(err));
+    }
+    if (document.get_object().get(root)) throw InputError(file, "the document is not a JSON object");
   }
-  throw InputError(file, std::string("malformed JSON: ") + simdjson::error_message(err));
-}
+
+  const std::string file;
+  const std::string text;
+  simdjson::dom::parser parser;
+  simdjson::dom::object root;
+};
 
 using NodeLists = std::map<std::string, std::vector<std::string>>;
 
@@ -132,15 +140,11 @@ NodeLists read_node_lists(simdjson::dom::element el, const std::string& file, st
 }
 
 void read_provenance_json(const fs::path& path, InductorGraph& graph) {
-  const std::string file = path.string();
-  const std::string text = read_regular_file(path);
-  simdjson::dom::parser parser;
-  simdjson::dom::element root = parse_json(parser, text, file);
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw InputError(file, "the document is not a JSON object");
+  const JsonObjectFile json(path);
+  const std::string& file = json.file;
   // preToPost and postToCppCode are the inverses of what is kept; they are checked for shape only, so a
   // damaged file is noticed wherever the damage is. Other keys are left to later torch versions.
-  for (simdjson::dom::key_value_pair kv : obj) {
+  for (simdjson::dom::key_value_pair kv : json.root) {
     if (kv.key == "cppCodeToPost") {
       graph.handle_to_post_nodes = read_node_lists(kv.value, file, kv.key);
     } else if (kv.key == "postToPre") {
@@ -165,12 +169,9 @@ std::string json_string_field(simdjson::dom::object obj, std::string_view key, b
 }
 
 void read_module_map_json(const fs::path& path, std::vector<FxModuleMap>& out) {
-  const std::string file = path.string();
-  const std::string text = read_regular_file(path);
-  simdjson::dom::parser parser;
-  simdjson::dom::element root = parse_json(parser, text, file);
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw InputError(file, "the document is not a JSON object");
+  const JsonObjectFile json(path);
+  const std::string& file = json.file;
+  const simdjson::dom::object& obj = json.root;
 
   simdjson::dom::element version;
   if (obj.at_key("version").get(version)) throw InputError(file, "\"version\" is missing");
