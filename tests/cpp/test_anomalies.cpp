@@ -2,6 +2,7 @@
 // counted by the engine, written to the profile's anomalies table and shown by both reports.
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <sqlite3.h>
 
 #include <string>
 
@@ -274,4 +275,30 @@ TEST_F(AnomalyProfile, AProfileWithoutAnomaliesReportsNone) {
   simdjson::dom::element doc = parser.parse(render_json_report(profile));
   EXPECT_EQ(doc["anomalies"].get_object().size(), 0u);
   EXPECT_EQ(render_terminal_report(profile).find("Anomalies"), std::string::npos);
+}
+
+TEST_F(AnomalyProfile, AVersionOneProfileReadsAsOneWithoutAnomalies) {
+  Builder b = compiled_region_with_two_kernels();
+  InductorArtifacts ind;
+  ind.graphs.push_back(graph_of_two_kernels("graphs/first"));
+  ind.graphs.push_back(graph_of_two_kernels("graphs/second"));
+  AttributionNotes notes;
+  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{}, &notes);
+  const std::string path = write(b.tl, a, notes.anomalies).path();
+  {
+    // What opprof wrote before the anomalies table existed.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "DROP TABLE anomalies; UPDATE meta SET value = '1' WHERE key = 'schema_version'; "
+                           "PRAGMA user_version = 1;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ProfileReader old(path);
+  EXPECT_EQ(old.schema_version(), 1);
+  EXPECT_TRUE(old.anomalies().empty());
+  simdjson::dom::element doc = parser.parse(render_json_report(old));
+  EXPECT_EQ(doc["anomalies"].get_object().size(), 0u);
 }

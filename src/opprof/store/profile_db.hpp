@@ -18,6 +18,8 @@ namespace opprof {
 inline constexpr int kProfileSchemaVersion = 2;
 // The oldest version the reader still reads: version 1 lacks the anomalies table and reads as having none.
 inline constexpr int kOldestReadableSchemaVersion = 1;
+// PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
+inline constexpr std::int64_t kProfileApplicationId = 0x6f707066;
 
 struct ProfileInputs {
   const Timeline* timeline = nullptr;
