@@ -211,6 +211,22 @@ std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::
   std::vector<std::uint32_t> b_for_a(n, kUnmatched);
   for (std::size_t i = 0; i < n; ++i)
     if ((*reversed)[i] != kUnmatched) b_for_a[n - 1 - i] = static_cast<std::uint32_t>(m - 1 - (*reversed)[i]);
+  // Where an element equals several (a library launch equals every library call), the search may pair it
+  // late. Move each pair, in order, to the earliest element of b after the previous pair that it equals,
+  // then to the earliest element of a that equals that one: the same length, the earliest alignment.
+  std::size_t a_free = 0, b_free = 0;  // the first positions after the previous pair
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b_for_a[i] == kUnmatched) continue;
+    std::size_t j = b_free;
+    while (!eq(i, j)) ++j;  // ends at b_for_a[i] at the latest
+    std::size_t first = a_free;
+    while (!eq(first, j)) ++first;  // ends at i at the latest
+    b_for_a[i] = kUnmatched;
+    b_for_a[first] = static_cast<std::uint32_t>(j);
+    a_free = first + 1;
+    b_free = j + 1;
+    i = first;
+  }
   return b_for_a;
 }
 

@@ -37,7 +37,8 @@ using ElementsEqual = std::function<bool(std::size_t i, std::size_t j)>;
 // Which longest common subsequence to prefer where several exist.
 enum class AlignmentPreference : std::uint8_t {
   kCommonSuffix,  // match the common suffix first: leftovers are at the start (warm-up one side recorded)
-  kCommonPrefix,  // match the common prefix first: the earliest alignment
+  kCommonPrefix,  // match the common prefix first, and move each pair to the earliest positions it can
+                  // take after the pair before it: an element that equals several takes the first
 };
 
 // The same for two sequences of lengths n and m whose elements eq compares (any relation: an element
@@ -47,7 +48,7 @@ std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::
                                                                            const AlignmentLimits& limits,
                                                                            AlignmentPreference prefer);
 
-// The matched pairs (i, j) in increasing order, preferring the earliest alignment. Past max_steps the
+// The matched pairs (i, j) in increasing order (kCommonPrefix), a longest common subsequence. Past max_steps the
 // exact search gives up and each element of the first sequence is matched, in order, with the next equal
 // element of the second; that fallback is recorded in anomalies (kind align.greedy_fallback) with the sizes.
 inline constexpr std::uint64_t kAlignInOrderMaxSteps = 16u << 20;  // well under a second

@@ -538,9 +538,10 @@ class Writer {
     for (std::size_t k = 0; k < kAnomalyKindNames.size(); ++k) {
       const Anomalies::Entry& e = (*in_.anomalies)[static_cast<AnomalyKind>(k)];
       if (e.count == 0) continue;
+      const std::string details = join(e.details, "\n");  // bound, not copied: alive until run()
       s.bind_text(1, kAnomalyKindNames[k]);
       s.bind_int(2, as_i64(e.count));
-      s.bind_text(3, join(e.details, "\n"));
+      s.bind_text(3, details);
       s.run();
     }
   }
