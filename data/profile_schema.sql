@@ -1,4 +1,4 @@
--- opprof profile database, schema version 1 (meta.schema_version). docs/schema.md explains every table.
+-- opprof profile database, schema version 2 (meta.schema_version). docs/schema.md explains every table.
 -- Conventions: times are nanoseconds on the capture's own clock; NULL means unknown or not applicable;
 -- ids are the engine's 0-based row numbers (kernels.id is the timeline's kernel row). Enumerations are
 -- stored as lower-case text so that queries read without lookup tables. Plain SQLite types only (no
@@ -206,6 +206,14 @@ CREATE TABLE opaque_backends (
 CREATE TABLE match_notes (
   id   INTEGER PRIMARY KEY,
   note TEXT NOT NULL
+);
+
+-- Choices the engine made on its own where the inputs left one (a tie between candidate graphs, an
+-- alignment fallback, ncu identities without launch dimensions): one row per kind that occurred.
+CREATE TABLE anomalies (
+  kind   TEXT PRIMARY KEY NOT NULL,  -- fusion.graph_tie, align.greedy_fallback, ncu.match_by_name_only, ...
+  count  INTEGER NOT NULL,           -- how often it occurred
+  detail TEXT NOT NULL               -- the first occurrences' details, one per line
 );
 
 -- Every activity with its name and attribution: the table most analyses start from.

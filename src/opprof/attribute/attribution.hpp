@@ -2,10 +2,12 @@
 // What attribution concluded for each GPU activity of a Timeline: one row per activity, parallel to
 // Timeline::kernels. Every activity ends attributed (with the path and a confidence) or unattributed
 // (with a reason); none is dropped.
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "opprof/timeline/string_table.hpp"
+#include "opprof/util/enum_names.hpp"
 
 namespace opprof {
 
@@ -16,7 +18,22 @@ enum class AttributionPath : std::uint8_t {
   kEnclosure = 2,    // kernel inside a range projected onto its stream
   kFusion = 3,       // Inductor provenance: kernel -> fused ATen ops / FX nodes
 };
-const char* to_string(AttributionPath p);
+// The names of the enumerations here are the profile database's spelling too (docs/schema.md).
+inline constexpr std::array<const char*, 4> kAttributionPathNames = {"none", "correlation", "enclosure", "fusion"};
+static_assert(kAttributionPathNames.size() == static_cast<std::size_t>(AttributionPath::kFusion) + 1);
+inline const char* to_string(AttributionPath p) { return enum_name(kAttributionPathNames, p); }
+
+// AttributionTable::confidence of each kind of evidence, 0..1.
+namespace confidence {
+inline constexpr float kOperatorAroundLaunch = 1.0f;    // correlation: an operator range around the launch
+inline constexpr float kAnnotationAroundLaunch = 0.9f;  // correlation: only a program's own NVTX range
+inline constexpr float kRangeOnStream = 0.8f;           // enclosure: an operator or annotation range on the stream
+inline constexpr float kCompiledRegionOnStream = 0.3f;  // enclosure: only the compiled region on the stream
+inline constexpr float kGeneratedKernelCall = 1.0f;     // fusion: a generated kernel aligned with its wrapper call
+inline constexpr float kLibraryKernelCall = 0.9f;       // fusion: a library kernel aligned with an extern call
+// Below this a placement says where a kernel ran but not what it was: fusion replaces its operator.
+inline constexpr float kVague = 0.5f;
+}  // namespace confidence
 
 // Where the module path came from.
 enum class ModuleSource : std::uint8_t {
@@ -25,7 +42,10 @@ enum class ModuleSource : std::uint8_t {
   kStreamRange = 2,     // a module range projected onto the kernel's stream
   kFxProvenance = 3,    // Inductor provenance -> pre-grad FX nodes -> nn_module_stack
 };
-const char* to_string(ModuleSource s);
+inline constexpr std::array<const char*, 4> kModuleSourceNames = {"none", "thread_range", "stream_range",
+                                                                  "fx_provenance"};
+static_assert(kModuleSourceNames.size() == static_cast<std::size_t>(ModuleSource::kFxProvenance) + 1);
+inline const char* to_string(ModuleSource s) { return enum_name(kModuleSourceNames, s); }
 
 struct AttributionTable {
   std::vector<AttributionPath> path;

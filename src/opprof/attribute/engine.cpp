@@ -12,26 +12,6 @@
 
 namespace opprof {
 
-const char* to_string(AttributionPath p) {
-  switch (p) {
-    case AttributionPath::kNone: return "none";
-    case AttributionPath::kCorrelation: return "correlation";
-    case AttributionPath::kEnclosure: return "enclosure";
-    case AttributionPath::kFusion: return "fusion";
-  }
-  return "none";
-}
-
-const char* to_string(ModuleSource s) {
-  switch (s) {
-    case ModuleSource::kNone: return "none";
-    case ModuleSource::kThreadRange: return "thread_range";
-    case ModuleSource::kStreamRange: return "stream_range";
-    case ModuleSource::kFxProvenance: return "fx_provenance";
-  }
-  return "none";
-}
-
 void AttributionTable::resize(std::size_t n) {
   path.assign(n, AttributionPath::kNone);
   confidence.assign(n, 0.0f);
@@ -131,7 +111,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     if (const auto ops = th->ops.innermost_and_outermost(t, t); ops.inner) {
       const auto* op = ops.inner;
       a.path[i] = AttributionPath::kCorrelation;
-      a.confidence[i] = 1.0f;
+      a.confidence[i] = confidence::kOperatorAroundLaunch;
       a.op_range[i] = op->id;
       a.op[i] = r.text[op->id];
       a.top_op[i] = r.text[ops.outer->id];
@@ -151,7 +131,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,
       // a library's markers) name the work instead.
       a.path[i] = AttributionPath::kCorrelation;
-      a.confidence[i] = 0.9f;
+      a.confidence[i] = confidence::kAnnotationAroundLaunch;
       a.op_range[i] = ann.inner->id;
       a.op[i] = r.text[ann.inner->id];
       a.top_op[i] = r.text[ann.outer->id];
@@ -215,7 +195,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     if (need_op) {
       if (const auto* op = st->second.ops.innermost(s0, s1)) {
         a.path[i] = AttributionPath::kEnclosure;
-        a.confidence[i] = 0.8f;
+        a.confidence[i] = confidence::kRangeOnStream;
         a.op_range[i] = op->id;
         if (on_path) (*on_path)[op->id] = 1;
         a.op[i] = r.text[op->id];
@@ -226,7 +206,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       } else if (const auto* region = st->second.regions.innermost(s0, s1)) {
         // Only the compiled region encloses it: right about where it ran, vague about what it was.
         a.path[i] = AttributionPath::kEnclosure;
-        a.confidence[i] = 0.3f;
+        a.confidence[i] = confidence::kCompiledRegionOnStream;
         a.op_range[i] = region->id;
         a.op[i] = r.text[region->id];
         a.reason[i] = kNoString;
@@ -241,7 +221,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   }
 
   // Path 3: fusion.
-  if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, a, notes);
+  if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, opt, a, notes);
 
   // Families for every activity; memcpy and memset are their own families.
   std::unordered_map<StrId, StrId> family_of_name;

@@ -11,15 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "opprof/anomaly/anomalies.hpp"
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/attribute/opaque_backends.hpp"
 #include "opprof/ingest/inductor.hpp"
+#include "opprof/match/sequence_align.hpp"
 #include "opprof/timeline/timeline.hpp"
 
 namespace opprof {
 
 struct AttributionOptions {
   OpaqueBackends opaque = OpaqueBackends::builtin();
+  // Steps the exact alignment of a compiled region's launches with its graph's calls may take before it
+  // falls back to greedy in-order matching (anomaly align.greedy_fallback).
+  std::uint64_t fusion_align_max_steps = kAlignInOrderMaxSteps;
 };
 
 struct AttributionNotes {
@@ -27,6 +32,8 @@ struct AttributionNotes {
   // Per timeline range: 1 when it is an operator range around some kernel's launch (or the operator
   // enclosure picked). Operator ranges that launched nothing (aten::view, aten::empty) are 0.
   std::vector<std::uint8_t> operator_on_launch_path;
+  // Choices attribution made on its own (graph ties, alignment fallbacks); ncu matching adds its own.
+  Anomalies anomalies;
 };
 
 // Attributes every GPU activity of tl. Interns the strings it makes (module paths, fused-op lists,

@@ -9,51 +9,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "opprof/match/sequence_align.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
 
-std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, std::size_t m,
-                                                                 const std::function<bool(std::size_t, std::size_t)>& eq,
-                                                                 std::size_t max_cells) {
-  std::vector<std::pair<std::size_t, std::size_t>> out;
-  if (n == 0 || m == 0) return out;
-  if ((n + 1) * (m + 1) > max_cells) {
-    // Too large for the table: match each a in order with the next equal b.
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < n && j < m; ++i) {
-      std::size_t jj = j;
-      while (jj < m && !eq(i, jj)) ++jj;
-      if (jj < m) {
-        out.emplace_back(i, jj);
-        j = jj + 1;
-      }
-    }
-    return out;
-  }
-  // Suffix LCS lengths, then a forward walk that prefers matches: yields the earliest alignment.
-  std::vector<std::uint32_t> len((n + 1) * (m + 1), 0);
-  auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return len[i * (m + 1) + j]; };
-  for (std::size_t i = n; i-- > 0;)
-    for (std::size_t j = m; j-- > 0;)
-      at(i, j) = eq(i, j) ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
-  std::size_t i = 0, j = 0;
-  while (i < n && j < m) {
-    if (eq(i, j) && at(i, j) == at(i + 1, j + 1) + 1) {
-      out.emplace_back(i, j);
-      ++i;
-      ++j;
-    } else if (at(i + 1, j) >= at(i, j + 1)) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return out;
-}
-
 namespace {
-
 
 // AOTAutograd runs a compiled graph inside an autograd Function: "CompiledFunction" around the forward graph's
 // call; "CompiledFunctionBackward", inside the autograd engine's "autograd::engine::evaluate_function:
@@ -86,16 +47,18 @@ struct CallProvenance {
 
 class FusionContext {
  public:
-  FusionContext(Timeline& tl, const InductorArtifacts& ind) : tl_(tl), ind_(ind) {}
+  FusionContext(Timeline& tl, const InductorArtifacts& ind, Anomalies* anomalies)
+      : tl_(tl), ind_(ind), anomalies_(anomalies) {}
 
   // The graph that ran in a region: by hash when the region names it, else the graph whose calls
-  // share the most names with the region's launches.
-  int choose_graph(std::string_view hash, const std::vector<std::string_view>& unit_names) {
+  // share the most names with the region's launches (the first of several that share as many).
+  int choose_graph(std::string_view region_text, std::string_view hash, const std::vector<std::string_view>& unit_names) {
     if (!hash.empty())
       for (std::size_t g = 0; g < ind_.graphs.size(); ++g)
         if (ind_.graphs[g].graph_hash == hash) return static_cast<int>(g);
     int best = -1;
     std::size_t best_hits = 0;
+    std::vector<std::size_t> tied;  // graphs with as many hits as best, after it
     for (std::size_t g = 0; g < ind_.graphs.size(); ++g) {
       const auto& callees = callee_set(g);
       std::size_t hits = 0;
@@ -103,7 +66,18 @@ class FusionContext {
       if (hits > best_hits) {
         best_hits = hits;
         best = static_cast<int>(g);
+        tied.clear();
+      } else if (hits == best_hits && hits > 0) {
+        tied.push_back(g);
       }
+    }
+    if (anomalies_ && !tied.empty()) {
+      std::vector<std::string> others;
+      for (std::size_t g : tied) others.push_back(ind_.graphs[g].dir);
+      anomalies_->record(AnomalyKind::kFusionGraphTie,
+                         fmt::format("compiled region '{}': {} of its {} launches name calls of {} and equally of {}",
+                                     region_text, best_hits, unit_names.size(),
+                                     ind_.graphs[static_cast<std::size_t>(best)].dir, join(others, ", ")));
     }
     return best;
   }
@@ -135,19 +109,29 @@ class FusionContext {
       for (const auto& nd : pres) nodes.push_back(&nd);
     const FxModuleMap* best = nullptr;
     std::size_t best_hits = 0;
+    const FxModuleMap* tied = nullptr;  // a later map that knows as many nodes as best
+    bool by_compile_id = false;
     for (const auto& m : ind_.module_maps) {
       std::size_t hits = 0;
       for (const auto* nd : nodes) hits += m.nodes.count(*nd);
       bool same_id = !compile_id.empty() && m.compile_id == compile_id;
       if (hits > 0 && same_id) {
         best = &m;
+        by_compile_id = true;
         break;
       }
       if (hits > best_hits) {
         best_hits = hits;
         best = &m;
+        tied = nullptr;
+      } else if (hits == best_hits && hits > 0 && !tied) {
+        tied = &m;
       }
     }
+    if (anomalies_ && tied && !by_compile_id)
+      anomalies_->record(AnomalyKind::kFusionModuleMapTie,
+                         fmt::format("graph {}: the FX module maps of compile ids {} and {} both know {} of its nodes",
+                                     ind_.graphs[g].dir, best->compile_id, tied->compile_id, best_hits));
     maps_.emplace(key, best);
     return best;
   }
@@ -231,6 +215,7 @@ class FusionContext {
 
   Timeline& tl_;
   const InductorArtifacts& ind_;
+  Anomalies* anomalies_;
   std::map<std::pair<std::size_t, std::size_t>, CallProvenance> cache_;
   std::map<std::pair<std::size_t, std::string>, const FxModuleMap*> maps_;
   std::unordered_map<std::size_t, std::unordered_set<std::string_view>> callees_;
@@ -247,7 +232,7 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
     a.module[i] = p.module;
     a.module_source[i] = ModuleSource::kFxProvenance;
   }
-  const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < 0.5f;
+  const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < confidence::kVague;
   if (!p.generated && !vague) return;  // a library kernel keeps the operator correlation found
   // A generated kernel is what the call names (correlation found its launcher range, which carries the same
   // name, or only an enclosing compiled-graph wrapper, or nothing); so is a library kernel that only a coarse
@@ -257,18 +242,20 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
   // records no Triton launcher ranges, torch.profiler does), the call is also the top-level operator.
   if (vague || a.top_op[i] == kNoString) a.top_op[i] = a.op[i];
   a.path[i] = AttributionPath::kFusion;
-  a.confidence[i] = p.generated ? 1.0f : 0.9f;
+  a.confidence[i] = p.generated ? confidence::kGeneratedKernelCall : confidence::kLibraryKernelCall;
   a.reason[i] = kNoString;
 }
 
 }  // namespace
 
 void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadRangeIndexes& threads,
-                  const std::vector<std::uint32_t>& launch_of, AttributionTable& a, AttributionNotes* notes) {
+                  const std::vector<std::uint32_t>& launch_of, const AttributionOptions& opt, AttributionTable& a,
+                  AttributionNotes* notes) {
   const KernelTable& k = tl.kernels;
   const RangeTable& r = tl.ranges;
   const LaunchTable& l = tl.launches;
-  FusionContext ctx(tl, inductor);
+  Anomalies* anomalies = notes ? &notes->anomalies : nullptr;
+  FusionContext ctx(tl, inductor, anomalies);
 
   std::vector<std::uint8_t> wrapper(r.size(), 0);
   for (std::size_t id = 0; id < r.size(); ++id)
@@ -331,7 +318,7 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
       if (starts_with(text, kCompiledRegionPrefix)) compile_id = text.substr(kCompiledRegionPrefix.size());
     });
 
-    int g = ctx.choose_graph(graph_hash_of(region_text), unit_names);
+    int g = ctx.choose_graph(region_text, graph_hash_of(region_text), unit_names);
     if (g < 0) {
       if (notes)
         notes->lines.push_back(fmt::format("compiled region '{}': no Inductor graph has its {} launches", region_text,
@@ -353,7 +340,8 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
           const WrapperCall& call = graph.calls[c];
           if (unit_any_library[u]) return call.kind == WrapperCall::Kind::kExtern;
           return unit_names[u] == call.callee;
-        });
+        },
+        opt.fusion_align_max_steps, anomalies);
     std::vector<std::size_t> call_of_unit(unit_names.size(), kNoIndex);
     for (auto [u, c] : pairs) call_of_unit[u] = c;
     // A library call may launch more than one kernel (a GEMM and its split-K reduction): unaligned

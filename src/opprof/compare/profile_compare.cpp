@@ -64,12 +64,14 @@ class Names {
   }
 
  private:
-  static std::size_t kind_index(std::string_view kind) { return kind == "kernel" ? 0 : kind == "memcpy" ? 1 : 2; }
+  static std::size_t kind_index(std::string_view kind) {
+    return static_cast<std::size_t>(parse_activity_kind(kind).value_or(ActivityKind::kMemset));
+  }
 
   StringTable strings_;
   // Per kind (kernel, memcpy, memset): a name's symbol and displayed name.
-  std::array<std::unordered_map<StrId, std::uint32_t>, 3> symbol_of_name_;
-  std::array<std::unordered_map<StrId, StrId>, 3> display_of_name_;
+  std::array<std::unordered_map<StrId, std::uint32_t>, kActivityKindNames.size()> symbol_of_name_;
+  std::array<std::unordered_map<StrId, StrId>, kActivityKindNames.size()> display_of_name_;
   std::unordered_map<std::string, std::uint32_t> symbols_;
 };
 

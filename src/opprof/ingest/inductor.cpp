@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "contract/opprof_contract.h"
+#include "opprof/ingest/json_diagnose.hpp"
 #include "opprof/ingest/python_lines.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -93,175 +94,25 @@ InputPosition position_of(std::string_view text, std::size_t offset) {
   return pos;
 }
 
-// simdjson says what is wrong with a document but not where. On a parse error this walks the text with
-// the JSON grammar to find the first place it breaks, so the message can carry a line and column.
-class JsonSyntaxLocator {
- public:
-  explicit JsonSyntaxLocator(std::string_view text) : s_(text) {}
-
-  // The offset and description of the first syntax error; nullopt when the grammar holds (the problem is
-  // one only simdjson checks, such as invalid UTF-8).
-  std::optional<std::pair<std::size_t, std::string>> locate() {
-    if (value(0)) {
-      skip_space();
-      if (i_ >= s_.size()) return std::nullopt;
-      fail("unexpected content after the JSON value");
+// A JSON file whose document must be an object. The parser owns the parsed elements, so the file is
+// read and parsed in place and lives as long as what is read from it.
+struct JsonObjectFile {
+  explicit JsonObjectFile(const fs::path& path) : file(path.string()), text(read_regular_file(path)) {
+    simdjson::dom::element document;
+    if (simdjson::error_code err = parser.parse(text).get(document)) {
+      // simdjson says what is wrong but not where: the diagnoser finds the first byte where the grammar breaks.
+      if (auto problem = detail::find_json_problem(text))
+        throw InputError(file, "malformed JSON: " + problem->message, position_of(text, problem->offset));
+      throw InputError(file, std::string("malformed JSON: ") + simdjson::error_message(err));
     }
-    return std::make_pair(std::min(i_, s_.size()), problem_);
+    if (document.get_object().get(root)) throw InputError(file, "the document is not a JSON object");
   }
 
- private:
-  static constexpr int kMaxDepth = 1024;
-
-  bool fail(std::string problem) {
-    problem_ = std::move(problem);
-    return false;
-  }
-  void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
-
-  bool value(int depth) {
-    skip_space();
-    if (i_ >= s_.size()) return fail("unexpected end of the document");
-    if (depth > kMaxDepth) return fail("nesting too deep");
-    char c = s_[i_];
-    if (c == '{') return object(depth);
-    if (c == '[') return array(depth);
-    if (c == '"') return string();
-    if (c == '-' || (c >= '0' && c <= '9')) return number();
-    for (std::string_view literal : {"true", "false", "null"}) {
-      if (s_.substr(i_, literal.size()) == literal) {
-        i_ += literal.size();
-        return true;
-      }
-    }
-    return fail(fmt::format("unexpected character '{}'", c));
-  }
-
-  bool object(int depth) {
-    ++i_;
-    skip_space();
-    if (at('}')) {
-      ++i_;
-      return true;
-    }
-    while (true) {
-      skip_space();
-      if (!at('"')) {
-        return fail(i_ >= s_.size() ? "unexpected end of the document inside an object" : "expected a string key");
-      }
-      if (!string()) return false;
-      skip_space();
-      if (!at(':')) return fail("expected ':' after an object key");
-      ++i_;
-      if (!value(depth + 1)) return false;
-      skip_space();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (at('}')) {
-        ++i_;
-        return true;
-      }
-      return fail(i_ >= s_.size() ? "unexpected end of the document inside an object" : "expected ',' or '}'");
-    }
-  }
-
-  bool array(int depth) {
-    ++i_;
-    skip_space();
-    if (at(']')) {
-      ++i_;
-      return true;
-    }
-    while (true) {
-      if (!value(depth + 1)) return false;
-      skip_space();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (at(']')) {
-        ++i_;
-        return true;
-      }
-      return fail(i_ >= s_.size() ? "unexpected end of the document inside an array" : "expected ',' or ']'");
-    }
-  }
-
-  bool string() {
-    ++i_;
-    while (i_ < s_.size()) {
-      unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c == '\\') {
-        if (i_ + 1 >= s_.size()) break;
-        char e = s_[i_ + 1];
-        if (e == 'u') {
-          for (std::size_t k = 2; k < 6; ++k) {
-            if (i_ + k >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) {
-              i_ += k;
-              return fail("invalid \\u escape");
-            }
-          }
-          i_ += 6;
-          continue;
-        }
-        if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) return fail("invalid escape in a string");
-        i_ += 2;
-        continue;
-      }
-      if (c < 0x20) return fail("control character in a string");
-      ++i_;
-    }
-    return fail("unterminated string");
-  }
-
-  bool number() {
-    auto digits = [&] {
-      std::size_t start = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      return i_ > start;
-    };
-    if (at('-')) ++i_;
-    if (at('0')) {
-      ++i_;
-    } else if (!digits()) {
-      return fail("invalid number");
-    }
-    if (at('.')) {
-      ++i_;
-      if (!digits()) return fail("invalid number");
-    }
-    if (at('e') || at('E')) {
-      ++i_;
-      if (at('+') || at('-')) ++i_;
-      if (!digits()) return fail("invalid number");
-    }
-    return true;
-  }
-
-  std::string_view s_;
-  std::size_t i_ = 0;
-  std::string problem_;
+  const std::string file;
+  const std::string text;
+  simdjson::dom::parser parser;
+  simdjson::dom::object root;
 };
-
-// Parses a whole JSON document; the parser must outlive the returned element.
-simdjson::dom::element parse_json(simdjson::dom::parser& parser, const std::string& text, const std::string& file) {
-  simdjson::dom::element root;
-  simdjson::error_code err = parser.parse(text).get(root);
-  if (!err) return root;
-  if (auto where = JsonSyntaxLocator(text).locate()) {
-    throw InputError(file, "malformed JSON: " + where->second, position_of(text, where->first));
-  }
-  throw InputError(file, std::string("malformed JSON: ") + simdjson::error_message(err));
-}
 
 using NodeLists = std::map<std::string, std::vector<std::string>>;
 
@@ -290,15 +141,11 @@ NodeLists read_node_lists(simdjson::dom::element el, const std::string& file, st
 }
 
 void read_provenance_json(const fs::path& path, InductorGraph& graph) {
-  const std::string file = path.string();
-  const std::string text = read_regular_file(path);
-  simdjson::dom::parser parser;
-  simdjson::dom::element root = parse_json(parser, text, file);
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw InputError(file, "the document is not a JSON object");
+  const JsonObjectFile json(path);
+  const std::string& file = json.file;
   // preToPost and postToCppCode are the inverses of what is kept; they are checked for shape only, so a
   // damaged file is noticed wherever the damage is. Other keys are left to later torch versions.
-  for (simdjson::dom::key_value_pair kv : obj) {
+  for (simdjson::dom::key_value_pair kv : json.root) {
     if (kv.key == "cppCodeToPost") {
       graph.handle_to_post_nodes = read_node_lists(kv.value, file, kv.key);
     } else if (kv.key == "postToPre") {
@@ -323,12 +170,9 @@ std::string json_string_field(simdjson::dom::object obj, std::string_view key, b
 }
 
 void read_module_map_json(const fs::path& path, std::vector<FxModuleMap>& out) {
-  const std::string file = path.string();
-  const std::string text = read_regular_file(path);
-  simdjson::dom::parser parser;
-  simdjson::dom::element root = parse_json(parser, text, file);
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) throw InputError(file, "the document is not a JSON object");
+  const JsonObjectFile json(path);
+  const std::string& file = json.file;
+  const simdjson::dom::object& obj = json.root;
 
   simdjson::dom::element version;
   if (obj.at_key("version").get(version)) throw InputError(file, "\"version\" is missing");

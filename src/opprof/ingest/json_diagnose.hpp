@@ -1,8 +1,9 @@
 #pragma once
-// Precise diagnosis of malformed JSON, for error messages. simdjson says that a document is malformed
+// Precise diagnosis of malformed JSON, for error messages; every JSON reader (Kineto traces, Inductor's
+// provenance and FX module maps) uses it. simdjson says that a document is malformed
 // ("improper structure: missing or superfluous commas, braces, ...") but not always where; this strict
 // recursive-descent check of the same text finds the first byte where the grammar breaks and says what
-// was expected there. It runs only after a parse failed, on one event, so its speed does not matter.
+// was expected there. It runs only after a parse failed, on one event or document, so its speed does not matter.
 #include <cstddef>
 #include <optional>
 #include <string>

@@ -34,15 +34,7 @@ struct Sse2 {
     }
     return m;
   }
-  static std::uint64_t prefix_xor(std::uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-  }
+  static std::uint64_t prefix_xor(std::uint64_t x) { return prefix_xor_by_shifts(x); }
 };
 using Baseline = Sse2;
 #else
@@ -61,15 +53,7 @@ struct Portable {
     }
     return m;
   }
-  static std::uint64_t prefix_xor(std::uint64_t x) {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    return x;
-  }
+  static std::uint64_t prefix_xor(std::uint64_t x) { return prefix_xor_by_shifts(x); }
 };
 using Baseline = Portable;
 #endif

@@ -38,6 +38,17 @@ inline std::uint64_t escaped_bytes(std::uint64_t backslash, std::uint64_t& carry
   return escaped;
 }
 
+// The running XOR of the bits (bit i = XOR of bits 0..i) by shifts, for ISAs without carry-less multiply.
+inline std::uint64_t prefix_xor_by_shifts(std::uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
 // Isa provides classify(const char* block, char open) -> BlockMasks and prefix_xor(mask): bit i set
 // when bits 0..i of mask hold an odd count, which turns quote positions into "inside a string" (the
 // opening quote counts as inside, the closing one as outside).

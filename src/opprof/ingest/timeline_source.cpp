@@ -11,16 +11,6 @@
 
 namespace opprof {
 
-const char* to_string(TimelineFormat f) {
-  switch (f) {
-    case TimelineFormat::kTracerLog: return "opprof tracer log";
-    case TimelineFormat::kNsysSqlite: return "Nsight Systems SQLite export";
-    case TimelineFormat::kKinetoJson: return "Kineto JSON";
-    case TimelineFormat::kKinetoGzip: return "Kineto JSON (gzip)";
-  }
-  return "unknown";
-}
-
 TimelineFormat sniff_timeline_format(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open the trace file");

@@ -16,7 +16,10 @@ enum class TimelineFormat : std::uint8_t {
   kKinetoGzip,  // the same, gzip-compressed (1f 8b)
 };
 
-const char* to_string(TimelineFormat f);
+inline constexpr std::array<const char*, 4> kTimelineFormatNames = {"opprof tracer log", "Nsight Systems SQLite export",
+                                                                    "Kineto JSON", "Kineto JSON (gzip)"};
+static_assert(kTimelineFormatNames.size() == static_cast<std::size_t>(TimelineFormat::kKinetoGzip) + 1);
+inline const char* to_string(TimelineFormat f) { return enum_name(kTimelineFormatNames, f); }
 
 // Reads the first bytes of `path` and names its format. Anything that is neither a tracer log, an SQLite
 // database nor gzip is taken for JSON (its reader reports where it stops being JSON).

@@ -249,7 +249,7 @@ std::vector<Stretch> unmatched_stretches(const std::vector<std::uint32_t>& partn
 
 }  // namespace
 
-NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu) {
+NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* anomalies) {
   NcuMatch out;
   out.ncu_row_for_kernel.assign(timeline.kernels.size(), kNoIndex);
   out.kernel_for_ncu_row.assign(ncu.rows(), kNoIndex);
@@ -267,6 +267,16 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu) {
     }
   }
   for (std::size_t r = 0; r < ncu.rows(); ++r) dims_known = dims_known && ncu.grid[r].known() && ncu.block[r].known();
+  if (anomalies && !dims_known) {
+    std::size_t kernels_without = 0, rows_without = 0;
+    for (const auto& p : tl_processes)
+      for (std::uint32_t k : p.items) kernels_without += !timeline.kernels.grid[k].known() || !timeline.kernels.block[k].known();
+    for (std::size_t r = 0; r < ncu.rows(); ++r) rows_without += !ncu.grid[r].known() || !ncu.block[r].known();
+    anomalies->record(AnomalyKind::kNcuMatchByNameOnly,
+                      fmt::format("{} of {} timeline kernels and {} of {} ncu rows lack a grid or block: every kernel "
+                                  "identity compares names alone",
+                                  kernels_without, timeline_kernels, rows_without, ncu.rows()));
+  }
   out.used_mangled_names = timeline_kernels > 0 && timeline_all_mangled && ncu_names_are_mangled(ncu);
 
   std::vector<std::string> process_notes;
@@ -299,6 +309,10 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu) {
     } else {
       al.ncu_for_tl = pair_occurrences(al.tl_identity, al.ncu_identity);
       al.ordered = false;
+      if (anomalies)
+        anomalies->record(AnomalyKind::kNcuPairedByOccurrence,
+                          fmt::format("timeline process {} ({} kernels) and ncu process {} ({} rows)", tl_processes[t].pid,
+                                      tl_items.size(), ncu_processes[n].pid, ncu_items.size()));
       fallback_notes.push_back(fmt::format(
           "timeline process {} ({} kernels) and ncu process {} ({} rows) differ too much to align (more than {} "
           "insertions and deletions, or more than {} search steps): paired the k-th occurrence of each kernel "

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "opprof/anomaly/anomalies.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/timeline/timeline.hpp"
 
@@ -52,7 +53,8 @@ struct NcuMatch {
 // per process. Where the two identity sequences diverge they are aligned (longest common subsequence
 // by Myers' diff) and every row and kernel left over is reported. Throws InputError when the CSV
 // cannot belong to this capture (fewer than half of the timeline kernels and fewer than half of the
-// ncu rows match).
-NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu);
+// ncu rows match). Records in anomalies, when given, where identities compared names alone and where a
+// process pair was paired by occurrence.
+NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* anomalies = nullptr);
 
 }  // namespace opprof

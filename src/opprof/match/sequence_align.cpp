@@ -1,7 +1,10 @@
 #include "opprof/match/sequence_align.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 namespace opprof {
 namespace {
@@ -19,12 +22,14 @@ struct Range {
 // point on an optimal edit path by running the greedy search from both ends until the paths overlap, then
 // solve the two halves. Memory stays linear; time is O((N+M)D). Common prefixes and suffixes are matched
 // directly at every step, which makes equal or nearly equal sequences O(N+M).
+// Eq: bool(std::size_t i, std::size_t j), whether element i of a equals element j of b.
+template <typename Eq>
 class MyersAligner {
  public:
-  MyersAligner(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b, const AlignmentLimits& limits)
-      : a_(a), b_(b), max_steps_(limits.max_steps) {
-    const auto n = static_cast<std::int64_t>(a.size());
-    const auto m = static_cast<std::int64_t>(b.size());
+  MyersAligner(std::size_t a_size, std::size_t b_size, Eq eq, const AlignmentLimits& limits)
+      : a_size_(a_size), b_size_(b_size), eq_(std::move(eq)), max_steps_(limits.max_steps) {
+    const auto n = static_cast<std::int64_t>(a_size);
+    const auto m = static_cast<std::int64_t>(b_size);
     // Each half of the search covers half of the edit distance; one more step finds the overlap.
     d_cap_ = std::min<std::int64_t>((n + m + 1) / 2, static_cast<std::int64_t>(limits.max_edit_distance / 2 + 1));
     offset_ = d_cap_ + 1;
@@ -33,17 +38,17 @@ class MyersAligner {
   }
 
   std::vector<std::uint32_t> run() {
-    std::vector<std::uint32_t> b_for_a(a_.size(), kUnmatched);
-    std::vector<Range> todo{{0, static_cast<std::int64_t>(a_.size()), 0, static_cast<std::int64_t>(b_.size())}};
+    std::vector<std::uint32_t> b_for_a(a_size_, kUnmatched);
+    std::vector<Range> todo{{0, static_cast<std::int64_t>(a_size_), 0, static_cast<std::int64_t>(b_size_)}};
     while (!todo.empty()) {
       Range r = todo.back();
       todo.pop_back();
-      while (r.a1 > r.a0 && r.b1 > r.b0 && at_a(r.a1 - 1) == at_b(r.b1 - 1)) {
+      while (r.a1 > r.a0 && r.b1 > r.b0 && same(r.a1 - 1, r.b1 - 1)) {
         --r.a1;
         --r.b1;
         b_for_a[static_cast<std::size_t>(r.a1)] = static_cast<std::uint32_t>(r.b1);
       }
-      while (r.a0 < r.a1 && r.b0 < r.b1 && at_a(r.a0) == at_b(r.b0)) {
+      while (r.a0 < r.a1 && r.b0 < r.b1 && same(r.a0, r.b0)) {
         b_for_a[static_cast<std::size_t>(r.a0)] = static_cast<std::uint32_t>(r.b0);
         ++r.a0;
         ++r.b0;
@@ -62,8 +67,7 @@ class MyersAligner {
   }
 
  private:
-  std::uint32_t at_a(std::int64_t i) const { return a_[static_cast<std::size_t>(i)]; }
-  std::uint32_t at_b(std::int64_t j) const { return b_[static_cast<std::size_t>(j)]; }
+  bool same(std::int64_t i, std::int64_t j) const { return eq_(static_cast<std::size_t>(i), static_cast<std::size_t>(j)); }
   std::int64_t& fwd(std::int64_t k) { return forward_[static_cast<std::size_t>(offset_ + k)]; }
   std::int64_t& rev(std::int64_t k) { return reverse_[static_cast<std::size_t>(offset_ + k)]; }
 
@@ -94,7 +98,7 @@ class MyersAligner {
         std::int64_t x1 = (k1 == -d || (k1 != d && fwd(k1 - 1) < fwd(k1 + 1))) ? fwd(k1 + 1) : fwd(k1 - 1) + 1;
         std::int64_t y1 = x1 - k1;
         const std::int64_t snake_start = x1;
-        while (x1 < n && y1 < m && at_a(r.a0 + x1) == at_b(r.b0 + y1)) {
+        while (x1 < n && y1 < m && same(r.a0 + x1, r.b0 + y1)) {
           ++x1;
           ++y1;
         }
@@ -115,7 +119,7 @@ class MyersAligner {
         std::int64_t x2 = (k2 == -d || (k2 != d && rev(k2 - 1) < rev(k2 + 1))) ? rev(k2 + 1) : rev(k2 - 1) + 1;
         std::int64_t y2 = x2 - k2;
         const std::int64_t snake_start = x2;
-        while (x2 < n && y2 < m && at_a(r.a1 - 1 - x2) == at_b(r.b1 - 1 - y2)) {
+        while (x2 < n && y2 < m && same(r.a1 - 1 - x2, r.b1 - 1 - y2)) {
           ++x2;
           ++y2;
         }
@@ -138,7 +142,8 @@ class MyersAligner {
     return std::nullopt;
   }
 
-  std::span<const std::uint32_t> a_, b_;
+  std::size_t a_size_, b_size_;
+  Eq eq_;
   std::uint64_t max_steps_;
   std::uint64_t steps_ = 0;
   std::int64_t d_cap_ = 0;
@@ -168,6 +173,15 @@ std::size_t edit_distance_lower_bound(std::span<const std::uint32_t> a, std::spa
   return x.size() + y.size() - 2 * common;
 }
 
+template <typename Eq>
+std::optional<std::vector<std::uint32_t>> align(std::size_t n, std::size_t m, Eq eq, const AlignmentLimits& limits) {
+  try {
+    return MyersAligner<Eq>(n, m, std::move(eq), limits).run();
+  } catch (const LimitReached&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::span<const std::uint32_t> a,
@@ -183,11 +197,64 @@ std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::
                                 b.subspan(prefix, b.size() - prefix - suffix)) > limits.max_edit_distance) {
     return std::nullopt;
   }
-  try {
-    return MyersAligner(a, b, limits).run();
-  } catch (const LimitReached&) {
-    return std::nullopt;
+  return align(a.size(), b.size(), [&](std::size_t i, std::size_t j) { return a[i] == b[j]; }, limits);
+}
+
+std::optional<std::vector<std::uint32_t>> align_longest_common_subsequence(std::size_t n, std::size_t m,
+                                                                           const ElementsEqual& eq,
+                                                                           const AlignmentLimits& limits,
+                                                                           AlignmentPreference prefer) {
+  if (prefer == AlignmentPreference::kCommonSuffix) return align(n, m, std::cref(eq), limits);
+  // The same search on both sequences reversed: what it matches first is the common prefix.
+  auto reversed = align(n, m, [&](std::size_t i, std::size_t j) { return eq(n - 1 - i, m - 1 - j); }, limits);
+  if (!reversed) return std::nullopt;
+  std::vector<std::uint32_t> b_for_a(n, kUnmatched);
+  for (std::size_t i = 0; i < n; ++i)
+    if ((*reversed)[i] != kUnmatched) b_for_a[n - 1 - i] = static_cast<std::uint32_t>(m - 1 - (*reversed)[i]);
+  // Where an element equals several (a library launch equals every library call), the search may pair it
+  // late. Move each pair, in order, to the earliest element of b after the previous pair that it equals,
+  // then to the earliest element of a that equals that one: the same length, the earliest alignment.
+  std::size_t a_free = 0, b_free = 0;  // the first positions after the previous pair
+  for (std::size_t i = 0; i < n; ++i) {
+    if (b_for_a[i] == kUnmatched) continue;
+    std::size_t j = b_free;
+    while (!eq(i, j)) ++j;  // ends at b_for_a[i] at the latest
+    std::size_t first = a_free;
+    while (!eq(first, j)) ++first;  // ends at i at the latest
+    b_for_a[i] = kUnmatched;
+    b_for_a[first] = static_cast<std::uint32_t>(j);
+    a_free = first + 1;
+    b_free = j + 1;
+    i = first;
   }
+  return b_for_a;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> align_in_order(std::size_t n, std::size_t m, const ElementsEqual& eq,
+                                                                 std::uint64_t max_steps, Anomalies* anomalies) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  if (n == 0 || m == 0) return out;
+  AlignmentLimits limits;
+  limits.max_steps = max_steps;
+  if (auto b_for_a = align_longest_common_subsequence(n, m, eq, limits, AlignmentPreference::kCommonPrefix)) {
+    for (std::size_t i = 0; i < n; ++i)
+      if ((*b_for_a)[i] != kUnmatched) out.emplace_back(i, (*b_for_a)[i]);
+    return out;
+  }
+  if (anomalies)
+    anomalies->record(AnomalyKind::kAlignGreedyFallback,
+                      fmt::format("{} against {} elements: past the exact alignment's limit of {} steps", n, m, max_steps));
+  // Match each element of a, in order, with the next equal element of b.
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < n && j < m; ++i) {
+    std::size_t next = j;
+    while (next < m && !eq(i, next)) ++next;
+    if (next < m) {
+      out.emplace_back(i, next);
+      j = next + 1;
+    }
+  }
+  return out;
 }
 
 std::vector<std::uint32_t> pair_occurrences(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b) {

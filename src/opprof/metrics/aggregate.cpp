@@ -12,15 +12,6 @@
 
 namespace opprof {
 
-const char* to_string(GroupBy g) {
-  switch (g) {
-    case GroupBy::kOperator: return "operator";
-    case GroupBy::kModule: return "module";
-    case GroupBy::kFamily: return "family";
-  }
-  return "operator";
-}
-
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }

@@ -27,7 +27,9 @@ KernelMetrics collect_kernel_metrics(const Timeline& tl, const NcuTable& ncu, co
                                      const MetricSet& set);
 
 enum class GroupBy : std::uint8_t { kOperator = 0, kModule = 1, kFamily = 2 };
-const char* to_string(GroupBy g);
+inline constexpr std::array<const char*, 3> kGroupByNames = {"operator", "module", "family"};  // group_metrics.group_kind
+static_assert(kGroupByNames.size() == static_cast<std::size_t>(GroupBy::kFamily) + 1);
+inline const char* to_string(GroupBy g) { return enum_name(kGroupByNames, g); }
 
 struct GroupStats {
   std::string key;                 // operator name, module path or kernel family

@@ -13,15 +13,6 @@
 
 namespace opprof {
 
-const char* to_string(Aggregate a) {
-  switch (a) {
-    case Aggregate::kSum: return "sum";
-    case Aggregate::kWeightedMean: return "wmean";
-    case Aggregate::kMax: return "max";
-  }
-  return "sum";
-}
-
 MetricSet MetricSet::for_chip(std::string_view chip) const {
   MetricSet out;
   out.source = source;
@@ -69,12 +60,8 @@ MetricSet parse_metric_set(std::string_view text, const std::string& source) {
     m.name = at(0);
     m.line = line_no;
     std::string agg = at(1);
-    if (agg == "sum")
-      m.aggregate = Aggregate::kSum;
-    else if (agg == "wmean")
-      m.aggregate = Aggregate::kWeightedMean;
-    else if (agg == "max")
-      m.aggregate = Aggregate::kMax;
+    if (auto parsed = enum_from_name<Aggregate>(kAggregateNames, agg))
+      m.aggregate = *parsed;
     else
       throw InputError(source, fmt::format("unknown aggregate '{}' for {} (expected sum, wmean or max)", agg, m.name), pos);
     m.axis = at(2);

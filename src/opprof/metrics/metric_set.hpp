@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "opprof/util/enum_names.hpp"
+
 namespace opprof {
 
 enum class Aggregate : std::uint8_t {
@@ -14,7 +16,9 @@ enum class Aggregate : std::uint8_t {
   kWeightedMean = 1,  // rates and percentages: mean weighted by each kernel's timeline duration
   kMax = 2,           // launch configuration (registers, shared memory): the largest
 };
-const char* to_string(Aggregate a);
+inline constexpr std::array<const char*, 3> kAggregateNames = {"sum", "wmean", "max"};  // metric-set TSV, metrics table
+static_assert(kAggregateNames.size() == static_cast<std::size_t>(Aggregate::kMax) + 1);
+inline const char* to_string(Aggregate a) { return enum_name(kAggregateNames, a); }
 
 struct MetricSpec {
   std::string name;      // full ncu metric name with its rollup ("dram__bytes_read.sum")

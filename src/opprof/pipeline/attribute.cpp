@@ -128,7 +128,7 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   r.kernel_metrics.kernels = tl.kernels.size();
   if (r.ncu) {
     sw = Stopwatch();
-    r.match = match_ncu(tl, *r.ncu);
+    r.match = match_ncu(tl, *r.ncu, &r.notes.anomalies);
     r.kernel_metrics = collect_kernel_metrics(tl, *r.ncu, *r.match, r.metric_set);
     tell(observer, progress::Matched{r.match->matched, r.ncu->rows(), r.match->unmatched_rows.size(),
                                      r.match->unmatched_kernels.size(), sw.seconds()});
@@ -169,6 +169,7 @@ void write_profile(const AttributeResult& r, const std::string& path, ProgressOb
     in.match = &*r.match;
   }
   if (!r.all_ranges) in.operator_ranges_to_keep = &r.notes.operator_on_launch_path;
+  in.anomalies = &r.notes.anomalies;
   in.metadata = r.metadata;
   Stopwatch sw;
   write_profile_db(path, in);

@@ -60,10 +60,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   const ReportSummary s = summarize_profile(profile, options);
   const Coverage& c = s.coverage;
   auto path_ns = [&](AttributionPath p) { return c.by_path_ns[static_cast<int>(p)]; };
-  constexpr std::pair<const char*, AttributionPath> kPaths[] = {{"correlation", AttributionPath::kCorrelation},
-                                                                {"enclosure", AttributionPath::kEnclosure},
-                                                                {"fusion", AttributionPath::kFusion},
-                                                                {"none", AttributionPath::kNone}};
+  constexpr AttributionPath kPaths[] = {AttributionPath::kCorrelation, AttributionPath::kEnclosure,
+                                        AttributionPath::kFusion, AttributionPath::kNone};
   JsonWriter j;
   j.begin_object();
   j.key("profile").string(s.path);
@@ -81,10 +79,10 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("opaque_backend_ns").integer(c.opaque_ns);
   j.key("opaque_backend_pct").number(c.pct(c.opaque_ns));
   j.key("by_path").begin_object();
-  for (const auto& [name, p] : kPaths) j.key(name).number(c.pct(path_ns(p)));
+  for (AttributionPath p : kPaths) j.key(to_string(p)).number(c.pct(path_ns(p)));
   j.end_object();
   j.key("by_path_ns").begin_object();
-  for (const auto& [name, p] : kPaths) j.key(name).integer(path_ns(p));
+  for (AttributionPath p : kPaths) j.key(to_string(p)).integer(path_ns(p));
   j.end_object();
 
   j.key("opaque_backends").begin_array();
@@ -118,6 +116,14 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
     j.string(profile.meta("ncu.used_mangled_names") == "true" ? "mangled" : "base_name_grid_block");
   string_array(j, "missing_metrics", s.missing_metrics);
   string_array(j, "notes", s.match_notes);
+  j.end_object();
+
+  j.key("anomalies").begin_object();
+  for (const ProfileAnomaly& a : s.anomalies) {
+    j.key(a.kind).begin_object().key("count").unsigned_integer(a.count);
+    string_array(j, "detail", a.details);
+    j.end_object();
+  }
   j.end_object();
 
   write_groups(j, "operators", s.operators);

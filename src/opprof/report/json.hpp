@@ -11,6 +11,8 @@
 //   unattributed [{family, reason, kernels, time_ns, pct}]    every group, largest first
 //   ncu {available, rows, matched, unmatched_rows, unmatched_kernels, grid_block_disagreements,
 //        identity, missing_metrics [..], notes [..]}
+//   anomalies {kind: {count, detail [..]}}                   choices the engine made on its own (ties,
+//                                                             fallbacks); {} when there were none
 //   operators, modules [{name, fused_ops, kernels, time_ns, time_pct, counted_time_ns, bottleneck,
 //        bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps, flops,
 //        arithmetic_intensity}]                               the top ReportOptions::top, largest first

@@ -117,38 +117,35 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   return *this;
 }
 
-JsonWriter& JsonWriter::begin_object() {
+JsonWriter& JsonWriter::open(char bracket, bool object) {
   before_value();
-  out_.push_back('{');
-  stack_.push_back({true, true});
+  out_.push_back(bracket);
+  stack_.push_back({object, true});
   return *this;
 }
+
+JsonWriter& JsonWriter::close(char bracket) {
+  bool empty = stack_.back().empty;
+  stack_.pop_back();
+  if (!empty) newline();
+  out_.push_back(bracket);
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_object() { return open('{', true); }
 
 JsonWriter& JsonWriter::end_object() {
   if (stack_.empty() || !stack_.back().object || after_key_)
     throw std::logic_error("JsonWriter: end_object without a matching begin_object, or after a key");
-  bool empty = stack_.back().empty;
-  stack_.pop_back();
-  if (!empty) newline();
-  out_.push_back('}');
-  return *this;
+  return close('}');
 }
 
-JsonWriter& JsonWriter::begin_array() {
-  before_value();
-  out_.push_back('[');
-  stack_.push_back({false, true});
-  return *this;
-}
+JsonWriter& JsonWriter::begin_array() { return open('[', false); }
 
 JsonWriter& JsonWriter::end_array() {
   if (stack_.empty() || stack_.back().object)
     throw std::logic_error("JsonWriter: end_array without a matching begin_array");
-  bool empty = stack_.back().empty;
-  stack_.pop_back();
-  if (!empty) newline();
-  out_.push_back(']');
-  return *this;
+  return close(']');
 }
 
 JsonWriter& JsonWriter::string(std::string_view v) {

@@ -37,6 +37,8 @@ class JsonWriter {
   const std::string& str() const;
 
  private:
+  JsonWriter& open(char bracket, bool object);  // '{' or '['
+  JsonWriter& close(char bracket);              // after the caller checked the nesting
   void before_value();
   void newline();
   struct Level {

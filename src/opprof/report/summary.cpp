@@ -77,6 +77,7 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
   for (const ProfileMetric& m : profile.metrics())
     if (!m.present) s.missing_metrics.push_back(m.name);
   s.match_notes = profile.match_notes();
+  s.anomalies = profile.anomalies();
 
   // Warnings: facts that change how far the numbers can be trusted.
   if (c.kernels == 0) s.warnings.push_back("The profile has no kernels: was the capture window empty?");

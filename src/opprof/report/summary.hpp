@@ -43,6 +43,7 @@ struct ReportSummary {
   std::size_t module_count = 0;
   std::vector<std::string> missing_metrics;  // in the metric set, absent from the ncu CSV
   std::vector<std::string> match_notes;
+  std::vector<ProfileAnomaly> anomalies;     // choices the engine made on its own, by kind
   std::vector<std::string> warnings;         // one sentence each
 };
 

@@ -161,6 +161,16 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
     }
   }
 
+  // Choices the engine made on its own: the figures above rest on them.
+  if (!s.anomalies.empty()) {
+    out += "\nAnomalies (table anomalies): choices the inputs left open\n";
+    for (const ProfileAnomaly& a : s.anomalies) {
+      out += fmt::format("  {} x{}\n", a.kind, a.count);
+      if (!a.details.empty()) out += fmt::format("    {}\n", a.details.front());
+      if (a.count > 1) out += fmt::format("    ... {} more\n", a.count - 1);
+    }
+  }
+
   // ncu matching.
   if (!c.has_ncu) {
     out += "\nncu: no counters in this profile (timeline only)\n";

@@ -31,6 +31,7 @@
 #include "opprof/store/sqlite.hpp"
 #include "opprof/util/embedded.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/text.hpp"
 
 namespace opprof {
 namespace {
@@ -132,6 +133,7 @@ class Writer {
     }
     write_coverage();
     write_match_notes();
+    write_anomalies();
     db_.exec(embedded_file("profile_indices.sql"));
   }
 
@@ -262,7 +264,7 @@ class Writer {
                 "registers_per_thread, shared_mem_bytes, bytes",
                 23, k.size(), [&](Statement& s, int p, std::size_t i) {
                   s.bind_int(p, static_cast<std::int64_t>(i));
-                  s.bind_text(p + 1, schema::activity_kind(k.kind[i]));
+                  s.bind_text(p + 1, to_string(k.kind[i]));
                   s.bind_int(p + 2, name_id(i));
                   s.bind_int(p + 3, k.pid[i]);
                   s.bind_int(p + 4, k.device[i]);
@@ -311,8 +313,8 @@ class Writer {
                 rows.size(), [&](Statement& s, int p, std::size_t row) {
                   const std::size_t i = rows[row];
                   s.bind_int(p, static_cast<std::int64_t>(i));
-                  s.bind_text(p + 1, schema::range_kind(r.kind[i]));
-                  s.bind_text(p + 2, schema::range_scope(r.scope[i]));
+                  s.bind_text(p + 1, to_string(r.kind[i]));
+                  s.bind_text(p + 2, to_string(r.scope[i]));
                   bind_str_required(s, p + 3, r.text[i], "ranges", i, "text");
                   bind_str(s, p + 4, r.domain[i], "ranges", i, "domain");
                   s.bind_int(p + 5, r.pid[i]);
@@ -336,7 +338,7 @@ class Writer {
                 "provenance_handle, source_line, family, reason, opaque, opaque_backend",
                 16, a.size(), [&](Statement& s, int p, std::size_t i) {
                   s.bind_int(p, static_cast<std::int64_t>(i));
-                  s.bind_text(p + 1, schema::attribution_path(a.path[i]));
+                  s.bind_text(p + 1, to_string(a.path[i]));
                   // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
                   s.bind_double(p + 2, static_cast<double>(a.confidence[i]));
                   if (a.op_range[i] == kNoIndex) {
@@ -351,7 +353,7 @@ class Writer {
                   bind_str(s, p + 4, a.op[i], "attribution", i, "op");
                   bind_str(s, p + 5, a.top_op[i], "attribution", i, "top_op");
                   bind_str(s, p + 6, a.module[i], "attribution", i, "module");
-                  s.bind_text(p + 7, schema::module_source(a.module_source[i]));
+                  s.bind_text(p + 7, to_string(a.module_source[i]));
                   bind_str(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
                   bind_str(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
                   bind_str(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
@@ -438,7 +440,7 @@ class Writer {
     Statement gm(db_,
                  "INSERT INTO group_metrics (group_kind, group_id, key, metric_id, metric, value) "
                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    const std::string_view kind = schema::group_kind(by);
+    const std::string_view kind = to_string(by);
     for (std::size_t i = 0; i < groups.size(); ++i) {
       const GroupStats& g = groups[i];
       s.bind_int(1, static_cast<std::int64_t>(i));
@@ -526,6 +528,20 @@ class Writer {
     for (std::size_t i = 0; i < in_.match->notes.size(); ++i) {
       s.bind_int(1, static_cast<std::int64_t>(i));
       s.bind_text(2, in_.match->notes[i]);
+      s.run();
+    }
+  }
+
+  void write_anomalies() {
+    if (!in_.anomalies) return;
+    Statement s(db_, "INSERT INTO anomalies (kind, count, detail) VALUES (?1, ?2, ?3)");
+    for (std::size_t k = 0; k < kAnomalyKindNames.size(); ++k) {
+      const Anomalies::Entry& e = (*in_.anomalies)[static_cast<AnomalyKind>(k)];
+      if (e.count == 0) continue;
+      const std::string details = join(e.details, "\n");  // bound, not copied: alive until run()
+      s.bind_text(1, kAnomalyKindNames[k]);
+      s.bind_int(2, as_i64(e.count));
+      s.bind_text(3, details);
       s.run();
     }
   }

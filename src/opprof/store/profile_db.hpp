@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "opprof/anomaly/anomalies.hpp"
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/match/ncu_match.hpp"
@@ -14,7 +15,9 @@
 
 namespace opprof {
 
-inline constexpr int kProfileSchemaVersion = 1;
+inline constexpr int kProfileSchemaVersion = 2;
+// The oldest version the reader still reads: version 1 lacks the anomalies table and reads as having none.
+inline constexpr int kOldestReadableSchemaVersion = 1;
 // PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
 inline constexpr std::int64_t kProfileApplicationId = 0x6f707066;
 
@@ -26,6 +29,7 @@ struct ProfileInputs {
   const KernelMetrics* kernel_metrics = nullptr;  // null without ncu
   const NcuTable* ncu = nullptr;                  // null without ncu
   const NcuMatch* match = nullptr;                // null without ncu
+  const Anomalies* anomalies = nullptr;          // choices the engine made on its own; null for none
   std::map<std::string, std::string> metadata;    // capture facts: inputs, opprof version, created_at, ...
   // When set (one entry per timeline range), operator ranges whose entry is 0 are not written: a trace
   // holds millions of operator ranges that launched nothing. Other kinds are always written; row ids

@@ -11,6 +11,7 @@
 #include "opprof/store/schema_names.hpp"
 #include "opprof/store/sqlite.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/text.hpp"
 
 namespace opprof {
 
@@ -25,6 +26,7 @@ struct ProfileReader::Impl {
   Coverage coverage;
   std::vector<ProfileMetric> metrics;
   std::unordered_map<std::int64_t, std::size_t> metric_by_id;
+  std::vector<ProfileAnomaly> anomalies;
 
   [[noreturn]] void fail(const sqlite::SqliteError& e) const { throw InputError(path, fmt::format("SQLite: {}", e.what())); }
 
@@ -56,6 +58,7 @@ struct ProfileReader::Impl {
     try {
       load_coverage();
       load_metrics();
+      load_anomalies();
     } catch (const sqlite::SqliteError& e) {
       fail(e);
     }
@@ -87,10 +90,11 @@ struct ProfileReader::Impl {
     if (ec != std::errc() || end != text.data() + text.size())
       throw InputError(path, fmt::format("not an opprof profile: schema_version is '{}', not a number", text));
     check_header();
-    if (version != kProfileSchemaVersion) {
+    if (version < kOldestReadableSchemaVersion || version > kProfileSchemaVersion) {
       auto writer = metadata.find("opprof_version");
-      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {}{}",
-                                         version, OPPROF_VERSION, kProfileSchemaVersion,
+      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {} "
+                                         "(and older ones down to {}){}",
+                                         version, OPPROF_VERSION, kProfileSchemaVersion, kOldestReadableSchemaVersion,
                                          writer == metadata.end() ? std::string()
                                                                   : fmt::format(" (written by opprof {})", writer->second)));
     }
@@ -131,6 +135,20 @@ struct ProfileReader::Impl {
     while (o.next()) c.opaque_backends.emplace_back(o.column_text(0), o.column_int(1));
   }
 
+  // Schema version 1 has no anomalies table: such a profile reads as having none.
+  void load_anomalies() {
+    if (schema_version < 2) return;
+    Statement q(*db, "SELECT kind, count, detail FROM anomalies ORDER BY kind");
+    while (q.next()) {
+      ProfileAnomaly a;
+      a.kind = q.column_text(0);
+      a.count = static_cast<std::uint64_t>(q.column_int(1));
+      const std::string detail = q.column_text(2);
+      for (std::string_view line : split_lines(detail)) a.details.emplace_back(line);
+      anomalies.push_back(std::move(a));
+    }
+  }
+
   void load_metrics() {
     Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present FROM metrics ORDER BY id");
     while (q.next()) {
@@ -167,6 +185,7 @@ std::string ProfileReader::meta(std::string_view key, std::string_view fallback)
 
 const Coverage& ProfileReader::coverage() const { return impl_->coverage; }
 const std::vector<ProfileMetric>& ProfileReader::metrics() const { return impl_->metrics; }
+const std::vector<ProfileAnomaly>& ProfileReader::anomalies() const { return impl_->anomalies; }
 
 std::size_t ProfileReader::metric_index(std::string_view name) const {
   for (std::size_t i = 0; i < impl_->metrics.size(); ++i)
@@ -211,7 +230,7 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
     Statement m(*impl_->db,
                 "SELECT group_id, metric_id, value FROM group_metrics WHERE group_kind = ?1 ORDER BY group_id, "
                 "metric_id");
-    m.bind_text(1, schema::group_kind(by));
+    m.bind_text(1, to_string(by));
     while (m.next()) {
       auto g = position.find(m.column_int(0));
       if (g == position.end()) continue;  // beyond the limit

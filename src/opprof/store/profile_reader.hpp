@@ -29,6 +29,13 @@ struct ProfileMetric {
   bool present = true;    // false: in the metric set but missing from the ncu CSV
 };
 
+// A row of the anomalies table: a choice the engine made on its own, how often, and the first details.
+struct ProfileAnomaly {
+  std::string kind;  // fusion.graph_tie, align.greedy_fallback, ... (kAnomalyKindNames)
+  std::uint64_t count = 0;
+  std::vector<std::string> details;
+};
+
 // A row of kernel_view: one activity with its name and attribution. Unknown text reads as "".
 struct ProfileKernel {
   std::int64_t id = 0;
@@ -59,7 +66,7 @@ struct ProfileNcuRow {
 class ProfileReader {
  public:
   // Throws InputError when the file is missing, is not an SQLite database, is not an opprof profile,
-  // or has another schema version than kProfileSchemaVersion.
+  // or has a schema version outside kOldestReadableSchemaVersion..kProfileSchemaVersion.
   explicit ProfileReader(const std::string& path);
   ProfileReader(ProfileReader&&) noexcept;
   ProfileReader& operator=(ProfileReader&&) noexcept;
@@ -78,6 +85,8 @@ class ProfileReader {
 
   // Every row of the metrics table, by id (present ones first).
   const std::vector<ProfileMetric>& metrics() const;
+  // Every row of the anomalies table, by kind; empty for a profile of schema version 1.
+  const std::vector<ProfileAnomaly>& anomalies() const;
   // Index into metrics() of the metric of that name, or npos.
   std::size_t metric_index(std::string_view name) const;
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();

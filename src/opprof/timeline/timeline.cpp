@@ -2,18 +2,6 @@
 
 namespace opprof {
 
-const char* to_string(RangeKind k) {
-  switch (k) {
-    case RangeKind::kOperator: return "operator";
-    case RangeKind::kModule: return "module";
-    case RangeKind::kAnnotation: return "annotation";
-    case RangeKind::kCompiledRegion: return "compiled_region";
-    case RangeKind::kCaptureWindow: return "capture_window";
-    case RangeKind::kOther: return "other";
-  }
-  return "other";
-}
-
 void KernelTable::reserve(std::size_t n) {
   kind.reserve(n); name.reserve(n); mangled.reserve(n); pid.reserve(n); device.reserve(n);
   context.reserve(n); stream.reserve(n); start_ns.reserve(n); end_ns.reserve(n); grid.reserve(n);

@@ -3,14 +3,17 @@
 // (kernels, memcpy, memset), the CPU-side API calls that launched them, and named ranges (operators,
 // modules, annotations) on CPU threads or GPU streams. Columns, not objects: each table is a set of
 // parallel vectors indexed by row, with strings interned in one StringTable.
+#include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "contract/opprof_contract.h"
 #include "opprof/timeline/string_table.hpp"
+#include "opprof/util/enum_names.hpp"
 
 namespace opprof {
 
@@ -21,6 +24,13 @@ struct Dim3 {
 };
 
 enum class ActivityKind : std::uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+// The names of the enumerations here are the profile database's spelling too (docs/schema.md).
+inline constexpr std::array<const char*, 3> kActivityKindNames = {"kernel", "memcpy", "memset"};
+static_assert(kActivityKindNames.size() == static_cast<std::size_t>(ActivityKind::kMemset) + 1);
+inline const char* to_string(ActivityKind k) { return enum_name(kActivityKindNames, k); }
+inline std::optional<ActivityKind> parse_activity_kind(std::string_view name) {
+  return enum_from_name<ActivityKind>(kActivityKindNames, name);
+}
 
 inline constexpr std::uint64_t kNoCorrelation = 0;
 inline constexpr std::uint64_t kNoGraph = 0;
@@ -80,7 +90,10 @@ enum class RangeKind : std::uint8_t {
   kCaptureWindow = 4,   // the profiled window
   kOther = 5,           // framework bookkeeping that attributes nothing (profiler spans, python frames)
 };
-const char* to_string(RangeKind k);
+inline constexpr std::array<const char*, 6> kRangeKindNames = {"operator",        "module",         "annotation",
+                                                               "compiled_region", "capture_window", "other"};
+static_assert(kRangeKindNames.size() == static_cast<std::size_t>(RangeKind::kOther) + 1);
+inline const char* to_string(RangeKind k) { return enum_name(kRangeKindNames, k); }
 
 // Range texts every timeline source recognises, in one place so the readers and the engine agree.
 inline constexpr std::string_view kModuleRangePrefix = OPPROF_MODULE_RANGE_PREFIX;  // opprof's module ranges
@@ -92,6 +105,9 @@ inline constexpr std::string_view kTorchObserverDomain = OPPROF_NVTX_DOMAIN_TORC
 inline constexpr std::uint32_t kTorchUserScopeCategory = OPPROF_NVTX_CATEGORY_USER_SCOPE;
 
 enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
+inline constexpr std::array<const char*, 2> kRangeScopeNames = {"thread", "stream"};
+static_assert(kRangeScopeNames.size() == static_cast<std::size_t>(RangeScope::kStream) + 1);
+inline const char* to_string(RangeScope s) { return enum_name(kRangeScopeNames, s); }
 
 // One row per named interval, on a CPU thread (owner = tid) or projected onto a GPU stream
 // (owner = stream, device set).
