@@ -33,7 +33,8 @@ int run_metrics(const MetricsOptions& o) {
     return 0;
   }
   for (const auto& m : set.metrics)
-    fmt::print("{:<72} {:<6} {:<10} {}\n", m.name, to_string(m.aggregate), m.axis, m.reason);
+    fmt::print("{:<72} {:<6} {:<24} {:<16} {:<10} {}\n", m.name, to_string(m.aggregate), m.weight.empty() ? "-" : m.weight,
+               m.unit.empty() ? "-" : m.unit, m.axis, m.reason);
   return 0;
 }
 

@@ -113,7 +113,7 @@ TEST_F(Cli, MissingFilesAndUnknownMetricsAreInputErrors) {
   Result missing = run("attribute -q --trace " + path("nope.json") + " -o " + db);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.output.find("nope.json"), std::string::npos);
-  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\n");
+  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\t*\t\ttypo\tbyte\n");
   Result metric = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("m.tsv") + " -o " + db);
   EXPECT_EQ(metric.status, 2);
   EXPECT_NE(metric.output.find(path("m.tsv") + ":2:"), std::string::npos) << metric.output;

@@ -10,10 +10,13 @@ from opprof.metricset import MetricSetError, chip_for_device, load_metric_set, p
 def test_default_set_from_the_repository():
     metric_set = load_metric_set()
     assert metric_set.source == str(DATA_DIR / "metrics_default.tsv")
-    names = metric_set.names()
+    names = metric_set.for_chip("*").names()
     assert names[0] == "gpu__time_duration.sum"
-    assert len(names) == len(set(names)) == 22
-    assert all(m.arch == "*" for m in metric_set.metrics)
+    assert len(names) == len(set(names)) == 36
+    # The tensor-core FLOP counters are spelled per chip: gh100 adds its five.
+    gh100 = metric_set.for_chip("gh100").names()
+    assert len(gh100) == len(set(gh100)) == 41
+    assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in gh100
     spec = metric_set.find("launch__registers_per_thread")
     assert spec.aggregate == "max" and spec.axis == "launch" and spec.reason
 

@@ -27,6 +27,7 @@ struct ProfileMetric {
   std::string axis;       // bottleneck axis
   std::string reason;
   bool present = true;    // false: in the metric set but missing from the ncu CSV
+  std::string weight;     // wmean: "duration" or the sum metric weighting it; "" otherwise
 };
 
 // A row of kernel_view: one activity with its name and attribution. Unknown text reads as "".
