@@ -269,18 +269,20 @@ double parse_metric_value(std::string_view s) {
 // True when unit carries a scale prefix ("usecond", "Kbyte", "Gbyte/second", "cycle/nsecond", "Mhz"): ncu
 // prints those when run without --print-units base, and then picks the scale per column, so values cannot
 // be compared with other captures. A time in the numerator is scaled even without a prefix ("second"),
-// because the base unit of time is "ns".
+// because the base unit of time is "ns"; in the denominator seconds are the base ("byte/s" is what
+// --print-units base prints for a .per_second rate).
 bool is_scaled_unit(std::string_view unit) {
   static constexpr std::array<std::string_view, 14> kPrefixes = {"Ki", "Mi", "Gi", "Ti", "K", "M", "G",
                                                                  "T",  "P",  "m",  "u",  "n", "\xC2\xB5", "k"};
   static constexpr std::array<std::string_view, 16> kScalable = {
       "byte", "second", "cycle", "inst", "hz",      "Hz",       "warp",     "sector",
       "request", "thread", "block", "ops", "branches", "register", "instruction", "B"};
-  static constexpr std::array<std::string_view, 4> kScaledTimes = {"us", "ms", "\xC2\xB5s", "s"};
+  static constexpr std::array<std::string_view, 3> kScaledTimes = {"us", "ms", "\xC2\xB5s"};
   auto parts = split(unit, '/');
   for (std::size_t p = 0; p < parts.size(); ++p) {
     std::string_view part = trim(parts[p]);
-    if (p == 0 && part == "second") return true;
+    // Seconds are the base of a rate ("byte/s", "sector/second"), a scaled time anywhere else.
+    if (p == 0 && (part == "second" || part == "s")) return true;
     if (std::find(kScaledTimes.begin(), kScaledTimes.end(), part) != kScaledTimes.end()) return true;
     for (std::string_view prefix : kPrefixes) {
       if (!starts_with(part, prefix)) continue;
