@@ -122,7 +122,7 @@ Bottleneck classify_bottleneck(const BottleneckInput& in) {
   add("L2", in.l2_pct);
   add("occupancy", in.occupancy_pct);
   add("issue", in.issue_pct);
-  if (!std::isnan(cap)) figures += fmt::format("{}occupancy cap {:.1f}% ({})", figures.empty() ? "" : ", ", cap, cap_by);
+  if (cap < 100) figures += fmt::format("{}occupancy cap {:.1f}% ({})", figures.empty() ? "" : ", ", cap, cap_by);
   b.why = b.reason;
   if (!figures.empty()) b.why += "; " + figures;
   if (mean_ns > 0) b.why += fmt::format("; mean kernel {:.1f} us", mean_ns / 1000.0);
