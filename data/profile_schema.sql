@@ -95,11 +95,12 @@ CREATE TABLE attribution (
 CREATE TABLE metrics (
   id        INTEGER PRIMARY KEY,
   name      TEXT NOT NULL,  -- full ncu name with rollup: dram__bytes_read.sum
-  unit      TEXT,           -- base unit as ncu printed it: byte, ns, %, cycle; '' for ratios
-  aggregate TEXT,           -- sum | wmean (weighted by timeline duration) | max
+  unit      TEXT,           -- base unit as ncu printed it (and the metric set declares): byte, ns, %, cycle; '' for none
+  aggregate TEXT,           -- sum | wmean (mean weighted by weight) | max
   axis      TEXT,           -- bottleneck axis: time, compute, tensor, fp32, dram, l1, l2, occupancy, ...
   reason    TEXT,           -- why the metric is in the set
-  present   INTEGER NOT NULL
+  present   INTEGER NOT NULL,
+  weight    TEXT            -- wmean: 'duration' (timeline kernel duration) or the sum metric weighting it; NULL otherwise
 );
 
 -- Counter values of the timeline kernels that ncu replayed; only values present.
@@ -141,20 +142,29 @@ CREATE TABLE operators (
   counted_time_ns      INTEGER NOT NULL,  -- timeline time of the kernels with ncu counters
   dram_bytes           REAL,              -- DRAM read + write bytes
   dram_bandwidth_gbps  REAL,              -- DRAM bytes / ncu duration, GB/s (1e9 bytes per second)
-  flops                REAL,              -- floating-point operations
+  flops                REAL,              -- floating-point operations: the sum of the kinds below that are known
   arithmetic_intensity REAL,              -- flops per DRAM byte
   bottleneck           TEXT,              -- bottleneck class
-  bottleneck_why       TEXT               -- the figures behind it
+  bottleneck_why       TEXT,              -- the figures that decided it, the others, and the advice after "Next:"
+  tensor_flops         REAL,              -- FLOPs on the tensor cores (FP16, BF16, TF32, FP8, FP64 inputs)
+  fp32_flops           REAL,              -- FP32 FLOPs on the CUDA cores
+  fp16_flops           REAL,              -- FP16 FLOPs on the CUDA cores
+  fp64_flops           REAL,              -- FP64 FLOPs on the CUDA cores
+  gflops               REAL,              -- achieved: flops / ncu duration, GFLOP/s
+  tensor_gflops        REAL,              -- tensor_flops / ncu duration, GFLOP/s
+  fp32_gflops          REAL               -- fp32_flops / ncu duration, GFLOP/s
 );
 CREATE TABLE modules (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
   time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
-  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT, tensor_flops REAL, fp32_flops REAL, fp16_flops REAL,
+  fp64_flops REAL, gflops REAL, tensor_gflops REAL, fp32_gflops REAL
 );
 CREATE TABLE kernel_families (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
   time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
-  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT, tensor_flops REAL, fp32_flops REAL, fp16_flops REAL,
+  fp64_flops REAL, gflops REAL, tensor_gflops REAL, fp32_gflops REAL
 );
 
 -- Aggregated counters of each group, long format (pivot on metric for a wide table).

@@ -113,11 +113,38 @@ TEST_F(Cli, MissingFilesAndUnknownMetricsAreInputErrors) {
   Result missing = run("attribute -q --trace " + path("nope.json") + " -o " + db);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.output.find("nope.json"), std::string::npos);
-  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\n");
+  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\t*\t\ttypo\tbyte\n");
   Result metric = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("m.tsv") + " -o " + db);
   EXPECT_EQ(metric.status, 2);
   EXPECT_NE(metric.output.find(path("m.tsv") + ":2:"), std::string::npos) << metric.output;
   EXPECT_NE(metric.output.find("unknown metric"), std::string::npos) << metric.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, ACaptureInOtherUnitsThanTheMetricSetIsRefused) {
+  // A unit the chip's catalog contradicts is refused before the CSV is read, at the metric set's line.
+  std::string db = path("p.db");
+  const std::string inputs =
+      " --trace " + fixture("microkernels/trace.json.gz") + " --ncu " + fixture("microkernels/ncu.csv.gz");
+  write("m.tsv", "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+                 "dram__bytes_read.sum\tsum\tdram\t*\t\tbytes read\tsector\n");
+  Result catalog = run("attribute -q" + inputs + " --metrics " + path("m.tsv") + " -o " + db);
+  EXPECT_EQ(catalog.status, 2) << catalog.output;
+  EXPECT_EQ(count_lines(catalog.output), 1) << catalog.output;
+  EXPECT_NE(catalog.output.find(path("m.tsv") + ":2:1: dram__bytes_read.sum: declares unit 'sector', ncu prints 'byte'"),
+            std::string::npos)
+      << catalog.output;
+  // Launch figures are not in the catalog: the capture's units row refuses them, at the unit's cell.
+  write("m.tsv", "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+                 "launch__registers_per_thread\tmax\tlaunch\t*\t\tregisters\tregister\n");
+  Result csv = run("attribute -q" + inputs + " --metrics " + path("m.tsv") + " -o " + db);
+  EXPECT_EQ(csv.status, 2) << csv.output;
+  EXPECT_EQ(count_lines(csv.output), 1) << csv.output;
+  EXPECT_NE(csv.output.find(fixture("microkernels/ncu.csv.gz") + ":"), std::string::npos) << csv.output;
+  EXPECT_NE(csv.output.find("\"launch__registers_per_thread\" is in \"register/thread\", but " + path("m.tsv") +
+                            ":2 declares \"register\""),
+            std::string::npos)
+      << csv.output;
   EXPECT_FALSE(fs::exists(db));
 }
 

@@ -42,6 +42,11 @@ void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLi
     derived(j, "dram_bytes", g.dram_bytes);
     derived(j, "dram_gbps", g.dram_bandwidth_gbps);
     derived(j, "flops", g.flops);
+    derived(j, "tensor_flops", g.tensor_flops);
+    derived(j, "fp32_flops", g.fp32_flops);
+    derived(j, "gflops", g.gflops);
+    derived(j, "tensor_gflops", g.tensor_gflops);
+    derived(j, "fp32_gflops", g.fp32_gflops);
     derived(j, "arithmetic_intensity", g.arithmetic_intensity);
     j.end_object();
   }

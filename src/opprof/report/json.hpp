@@ -15,7 +15,8 @@
 //                                                             fallbacks); {} when there were none
 //   operators, modules [{name, fused_ops, kernels, time_ns, time_pct, counted_time_ns, bottleneck,
 //        bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps, flops,
-//        arithmetic_intensity}]                               the top ReportOptions::top, largest first
+//        tensor_flops, fp32_flops, gflops, tensor_gflops, fp32_gflops, arithmetic_intensity}]
+//                                                             the top ReportOptions::top, largest first
 //   operator_count, module_count                              all groups in the profile
 //   warnings [..]
 #include <string>

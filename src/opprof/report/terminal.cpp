@@ -49,6 +49,7 @@ void append_groups(std::string& out, std::string_view title, std::string_view co
                        pct_cell(line.counters.dram_pct), pct_cell(line.counters.tensor_pct, 7),
                        pct_cell(line.counters.occupancy_pct), number_cell(g.dram_bandwidth_gbps, 9));
     if (!g.fused_ops.empty()) out += fmt::format("    fuses {}\n", g.fused_ops);
+    if (!g.bottleneck_why.empty()) out += fmt::format("    {}: {}\n", g.bottleneck, g.bottleneck_why);
   }
 }
 

@@ -369,8 +369,8 @@ class Writer {
     const KernelMetrics* km = in_.kernel_metrics;
     if (!km) return;
     Statement s(db_,
-                "INSERT INTO metrics (id, name, unit, aggregate, axis, reason, present) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+                "INSERT INTO metrics (id, name, unit, aggregate, axis, reason, present, weight) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     const std::size_t present = km->metrics.size();
     for (std::size_t m = 0; m < present; ++m) {
       const MetricSpec& spec = km->metrics[m];
@@ -381,6 +381,10 @@ class Writer {
       s.bind_text(5, spec.axis);
       s.bind_text(6, spec.reason);
       s.bind_int(7, 1);
+      if (spec.weight.empty())
+        s.bind_null(8);
+      else
+        s.bind_text(8, spec.weight);
       s.run();
     }
     for (std::size_t j = 0; j < km->missing.size(); ++j) {
@@ -388,6 +392,7 @@ class Writer {
       s.bind_text(2, km->missing[j]);
       for (int c = 3; c <= 6; ++c) s.bind_null(c);
       s.bind_int(7, 0);
+      s.bind_null(8);
       s.run();
     }
     // Only values present: kernels without an ncu row, and metrics a row lacks, have no row here.
@@ -435,7 +440,9 @@ class Writer {
   void write_groups(GroupBy by, const std::vector<GroupStats>& groups) {
     Statement s(db_, fmt::format("INSERT INTO {} (id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, "
                                  "dram_bytes, dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, "
-                                 "bottleneck_why) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                 "bottleneck_why, tensor_flops, fp32_flops, fp16_flops, fp64_flops, gflops, "
+                                 "tensor_gflops, fp32_gflops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                                 "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                                  schema::group_table(by)));
     Statement gm(db_,
                  "INSERT INTO group_metrics (group_kind, group_id, key, metric_id, metric, value) "
@@ -465,6 +472,13 @@ class Writer {
         s.bind_null(13);
       else
         s.bind_text(13, g.bottleneck_why);
+      bind_derived(s, 14, g.tensor_flops);
+      bind_derived(s, 15, g.fp32_flops);
+      bind_derived(s, 16, g.fp16_flops);
+      bind_derived(s, 17, g.fp64_flops);
+      bind_derived(s, 18, g.gflops);
+      bind_derived(s, 19, g.tensor_gflops);
+      bind_derived(s, 20, g.fp32_gflops);
       s.run();
       for (std::size_t m = 0; m < g.metric.size(); ++m) {
         if (!std::isfinite(g.metric[m])) continue;

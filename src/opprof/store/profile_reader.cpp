@@ -92,9 +92,11 @@ struct ProfileReader::Impl {
     check_header();
     if (version < kOldestReadableSchemaVersion || version > kProfileSchemaVersion) {
       auto writer = metadata.find("opprof_version");
-      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {} "
-                                         "(and older ones down to {}){}",
-                                         version, OPPROF_VERSION, kProfileSchemaVersion, kOldestReadableSchemaVersion,
+      const std::string older = kOldestReadableSchemaVersion < kProfileSchemaVersion
+                                    ? fmt::format(" (and older ones down to {})", kOldestReadableSchemaVersion)
+                                    : std::string();
+      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {}{}{}",
+                                         version, OPPROF_VERSION, kProfileSchemaVersion, older,
                                          writer == metadata.end() ? std::string()
                                                                   : fmt::format(" (written by opprof {})", writer->second)));
     }
@@ -135,9 +137,7 @@ struct ProfileReader::Impl {
     while (o.next()) c.opaque_backends.emplace_back(o.column_text(0), o.column_int(1));
   }
 
-  // Schema version 1 has no anomalies table: such a profile reads as having none.
   void load_anomalies() {
-    if (schema_version < 2) return;
     Statement q(*db, "SELECT kind, count, detail FROM anomalies ORDER BY kind");
     while (q.next()) {
       ProfileAnomaly a;
@@ -150,7 +150,7 @@ struct ProfileReader::Impl {
   }
 
   void load_metrics() {
-    Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present FROM metrics ORDER BY id");
+    Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present, weight FROM metrics ORDER BY id");
     while (q.next()) {
       ProfileMetric m;
       m.id = q.column_int(0);
@@ -160,6 +160,7 @@ struct ProfileReader::Impl {
       m.axis = q.column_text(4);
       m.reason = q.column_text(5);
       m.present = q.column_int(6) != 0;
+      m.weight = q.column_text(7);
       metric_by_id.emplace(m.id, metrics.size());
       metrics.push_back(std::move(m));
     }
@@ -200,7 +201,8 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
   try {
     Statement q(*impl_->db,
                 fmt::format("SELECT id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, dram_bytes, "
-                            "dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, bottleneck_why FROM {} "
+                            "dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, bottleneck_why, tensor_flops, "
+                            "fp32_flops, fp16_flops, fp64_flops, gflops, tensor_gflops, fp32_gflops FROM {} "
                             "ORDER BY id LIMIT ?1",
                             schema::group_table(by)));
     q.bind_int(1, sql_limit);
@@ -223,6 +225,13 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
       g.arithmetic_intensity = derived(10);
       g.bottleneck = q.column_text(11);
       g.bottleneck_why = q.column_text(12);
+      g.tensor_flops = derived(13);
+      g.fp32_flops = derived(14);
+      g.fp16_flops = derived(15);
+      g.fp64_flops = derived(16);
+      g.gflops = derived(17);
+      g.tensor_gflops = derived(18);
+      g.fp32_gflops = derived(19);
       g.metric.assign(n_metrics, std::numeric_limits<double>::quiet_NaN());
       out.push_back(std::move(g));
     }
