@@ -24,8 +24,20 @@ enum class ModuleSource : std::uint8_t {
   kThreadRange = 1,     // a module range enclosing the launch on the launching thread
   kStreamRange = 2,     // a module range projected onto the kernel's stream
   kFxProvenance = 3,    // Inductor provenance -> pre-grad FX nodes -> nn_module_stack
+  kForwardOp = 4,       // a backward kernel: the module of the forward operator it differentiates
+  kOptimizerStep = 5,   // an optimizer kernel: the optimizer step is its owner ("optimizer: AdamW")
 };
 const char* to_string(ModuleSource s);
+
+// Which part of a training step a kernel belongs to.
+enum class Phase : std::uint8_t {
+  kForward = 0,    // launched by a forward operator (also every kernel of an inference capture)
+  kBackward = 1,   // launched by autograd's backward (an autograd node, a compiled backward graph)
+  kOptimizer = 2,  // inside the optimizer step (Optimizer.step#<Class>.step, torch's _foreach_ / fused ops)
+  kOther = 3,      // outside operators and the optimizer: copies, the loss's gradient seed, ...
+};
+inline constexpr int kPhases = 4;
+const char* to_string(Phase p);
 
 struct AttributionTable {
   std::vector<AttributionPath> path;
@@ -43,6 +55,8 @@ struct AttributionTable {
   std::vector<StrId> reason;              // why unattributed, kNoString when attributed
   std::vector<std::uint8_t> opaque;       // 1 when launched inside an opaque library backend (cuDNN RNN)
   std::vector<StrId> opaque_backend;      // which backend, kNoString otherwise
+  std::vector<Phase> phase;
+  std::vector<StrId> forward_op;          // backward kernels: the forward operator they differentiate
 
   std::size_t size() const { return path.size(); }
   void resize(std::size_t n);

@@ -8,6 +8,7 @@
 #include "opprof/attribute/fusion.hpp"
 #include "opprof/attribute/interval_index.hpp"
 #include "opprof/attribute/kernel_family.hpp"
+#include "opprof/attribute/phases.hpp"
 #include "opprof/attribute/range_indexes.hpp"
 
 namespace opprof {
@@ -28,8 +29,20 @@ const char* to_string(ModuleSource s) {
     case ModuleSource::kThreadRange: return "thread_range";
     case ModuleSource::kStreamRange: return "stream_range";
     case ModuleSource::kFxProvenance: return "fx_provenance";
+    case ModuleSource::kForwardOp: return "forward_op";
+    case ModuleSource::kOptimizerStep: return "optimizer_step";
   }
   return "none";
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kOptimizer: return "optimizer";
+    case Phase::kOther: return "other";
+  }
+  return "other";
 }
 
 void AttributionTable::resize(std::size_t n) {
@@ -48,6 +61,8 @@ void AttributionTable::resize(std::size_t n) {
   reason.assign(n, kNoString);
   opaque.assign(n, 0);
   opaque_backend.assign(n, kNoString);
+  phase.assign(n, Phase::kOther);
+  forward_op.assign(n, kNoString);
 }
 
 namespace {
@@ -242,6 +257,9 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
 
   // Path 3: fusion.
   if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, a, notes);
+
+  // Phases last: a backward kernel keeps the module its FX provenance gave it.
+  assign_phases(tl, threads, launch_of, a, notes);
 
   // Families for every activity; memcpy and memset are their own families.
   std::unordered_map<StrId, StrId> family_of_name;

@@ -14,7 +14,7 @@
 
 namespace opprof {
 
-inline constexpr int kProfileSchemaVersion = 1;
+inline constexpr int kProfileSchemaVersion = 2;
 
 struct ProfileInputs {
   const Timeline* timeline = nullptr;

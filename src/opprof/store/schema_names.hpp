@@ -35,8 +35,20 @@ inline std::string_view module_source(ModuleSource s) {
     case ModuleSource::kThreadRange: return "thread_range";
     case ModuleSource::kStreamRange: return "stream_range";
     case ModuleSource::kFxProvenance: return "fx_provenance";
+    case ModuleSource::kForwardOp: return "forward_op";
+    case ModuleSource::kOptimizerStep: return "optimizer_step";
   }
   return "none";
+}
+
+inline std::string_view phase(Phase p) {
+  switch (p) {
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kOptimizer: return "optimizer";
+    case Phase::kOther: return "other";
+  }
+  return "other";
 }
 
 inline std::string_view range_kind(RangeKind k) {
