@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "opprof/attribute/engine.hpp"
+#include "opprof/attribute/input_checks.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/ingest/kineto.hpp"
 #include "opprof/ingest/timeline_source.hpp"
@@ -92,6 +93,9 @@ void add_attribute_command(CLI::App& app, AttributeOptions& o) {
   cmd->add_option("-o,--output", o.output, "Profile database to write")->required();
   cmd->add_flag("--all-ranges", o.all_ranges,
                 "Store every operator range, also those that launched no GPU work (a larger database)");
+  cmd->add_flag("--strict-launch-config", o.strict_launch_config,
+                "Leave an ncu row unmatched when its kernel's grid or block differ from the timeline's (another "
+                "launch configuration of the same kernel) instead of matching it with a warning");
   cmd->add_flag("-q,--quiet", o.quiet, "No progress on stderr");
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
@@ -126,6 +130,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
   if (tl.kernels.size() == 0) throw InputError(o.trace, "the trace holds no GPU activity (was CUDA profiled?)");
 
   std::string chip = chip_for_capture(tl.metadata);
+  require_rows_for_chip(metric_set, chip);
   MetricSet chip_set = metric_set.for_chip(chip.empty() ? "*" : chip);
   if (!chip.empty()) {
     MetricCatalog catalog = builtin_metric_catalog(chip);
@@ -143,13 +148,18 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     }
   }
 
+  std::vector<std::string> warnings;  // stored in the profile: the report repeats them
   std::optional<InductorArtifacts> inductor;
   if (!o.inductor.empty()) {
     sw = Stopwatch();
     inductor = read_inductor_artifacts(o.inductor);
     progress.say("read {} Inductor graph(s) and {} FX module map(s) in {:.2f} s", inductor->graphs.size(),
                  inductor->module_maps.size(), sw.seconds());
+    for (std::string& w : check_inductor_matches_timeline(tl, *inductor, o.inductor)) warnings.push_back(std::move(w));
+  } else if (std::string w = compiled_without_inductor_warning(tl); !w.empty()) {
+    warnings.push_back(std::move(w));
   }
+  for (const std::string& w : warnings) progress.say("warning: {}", w);
 
   std::optional<NcuTable> ncu;
   if (!o.ncu.empty()) {
@@ -171,12 +181,20 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
   kernel_metrics.kernels = tl.kernels.size();
   if (ncu) {
     sw = Stopwatch();
-    match = match_ncu(tl, *ncu);
+    NcuMatchOptions match_options;
+    match_options.strict_launch_config = o.strict_launch_config;
+    match = match_ncu(tl, *ncu, match_options);
     kernel_metrics = collect_kernel_metrics(tl, *ncu, *match, chip_set);
     progress.say("matched {} of {} ncu rows to kernels in {:.2f} s ({} rows and {} kernels unmatched)", match->matched,
                  ncu->rows(), sw.seconds(), match->unmatched_rows.size(), match->unmatched_kernels.size());
     for (const auto& m : kernel_metrics.missing)
       progress.say("warning: the ncu CSV has no column for metric {} of the set", m);
+    if (match->launch_config_differs > 0)
+      progress.say("warning: {} ncu rows pair with a kernel of the same name whose grid or block differ (another "
+                   "launch configuration of the same kernel){}",
+                   match->launch_config_differs,
+                   o.strict_launch_config ? ": left unmatched (--strict-launch-config)"
+                                          : ": matched, their counters come from the other configuration");
   }
 
   Aggregates aggregates = aggregate(tl, attribution, kernel_metrics);
@@ -191,6 +209,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
   meta["chip"] = chip;
   for (const auto& [key, value] : tl.metadata) meta["timeline." + key] = value;
   for (std::size_t i = 0; i < notes.lines.size(); ++i) meta[fmt::format("note.attribution.{}", i)] = notes.lines[i];
+  for (std::size_t i = 0; i < warnings.size(); ++i) meta[fmt::format("warning.attribute.{}", i)] = warnings[i];
   meta["timing.read_s"] = fmt::format("{:.3f}", read_s);
   meta["timing.attribute_s"] = fmt::format("{:.3f}", attribute_s);
 

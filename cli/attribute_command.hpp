@@ -9,6 +9,7 @@ struct AttributeOptions {
   std::string trace, ncu, inductor, metrics, opaque, output;
   bool quiet = false;
   bool all_ranges = false;
+  bool strict_launch_config = false;
 };
 
 void add_attribute_command(CLI::App& app, AttributeOptions& options);
