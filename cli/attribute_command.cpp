@@ -46,6 +46,12 @@ class Progress {
     if (quiet_) return;
     fmt::print(stderr, "opprof: {}\n", fmt::format(f, std::forward<Args>(args)...));
   }
+  // Warnings are not progress: -q keeps them.
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> f, Args&&... args) {
+    end_line();
+    fmt::print(stderr, "opprof: warning: {}\n", fmt::format(f, std::forward<Args>(args)...));
+  }
   void bytes(std::uint64_t done, std::uint64_t total) {
     if (quiet_ || total == 0) return;
     double pct = std::min(100.0, 100.0 * double(done) / double(total));
@@ -159,7 +165,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
   } else if (std::string w = compiled_without_inductor_warning(tl); !w.empty()) {
     warnings.push_back(std::move(w));
   }
-  for (const std::string& w : warnings) progress.say("warning: {}", w);
+  for (const std::string& w : warnings) progress.warn("{}", w);
 
   std::optional<NcuTable> ncu;
   if (!o.ncu.empty()) {
@@ -190,7 +196,7 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     for (const auto& m : kernel_metrics.missing)
       progress.say("warning: the ncu CSV has no column for metric {} of the set", m);
     if (match->launch_config_differs > 0)
-      progress.say("warning: {} ncu rows pair with a kernel of the same name whose grid or block differ (another "
+      progress.warn("{} ncu rows pair with a kernel of the same name whose grid or block differ (another "
                    "launch configuration of the same kernel){}",
                    match->launch_config_differs,
                    o.strict_launch_config ? ": left unmatched (--strict-launch-config)"
