@@ -64,9 +64,10 @@ std::string read_file(const std::string& path) {
     int n;
     while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
     int err = 0;
-    const char* msg = gzerror(f, &err);
+    // gzerror's message lives in the gzFile: copy it before gzclose frees it.
+    const std::string msg = gzerror(f, &err);
     gzclose(f);
-    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) throw InputError(path, std::string("gzip: ") + msg);
+    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) throw InputError(path, "gzip: " + msg);
     return out;
   }
   std::ifstream in(path, std::ios::binary);
