@@ -214,9 +214,9 @@ int main(int argc, char** argv) {
       }
       case RecordType::kNvtxPush: {
         auto r = load<NvtxPushRecord>(p);
-        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu\n", str(r.text_sid).c_str(),
+        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu payload=%u\n", str(r.text_sid).c_str(),
                     str(r.domain_sid).c_str(), static_cast<unsigned long long>(r.tid),
-                    static_cast<unsigned long long>(r.ts_ns));
+                    static_cast<unsigned long long>(r.ts_ns), r.payload);
         break;
       }
       case RecordType::kApiCall: {

@@ -94,6 +94,7 @@ struct NvtxEvent {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
   std::uint32_t category;
+  std::uint32_t payload = 0;  // NvtxPushRecord::payload
 };
 
 struct WindowEvent {
@@ -242,7 +243,8 @@ Parsed parse(const std::string& path, const MappedFile& file) {
       }
       case RecordType::kNvtxPush: {
         auto r = fixed_part<NvtxPushRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid, r.category});
+        p.nvtx.push_back(
+            NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid, r.category, r.payload});
         p.saw(r.ts_ns);
         break;
       }
@@ -692,6 +694,11 @@ class Builder {
         case NvtxEvent::kPush: {
           const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.category, e.tid, ts);
           r.depth[row] = open_on_thread++;
+          // The torch observer's operators carry autograd's link to the forward operator.
+          if (e.payload != 0 && text(e.domain_sid) == kTorchObserverDomain) {
+            r.sequence_nr[row] = autograd_link_sequence_nr(e.payload);
+            r.forward_thread[row] = autograd_link_forward_thread(e.payload);
+          }
           open[e.domain_sid].push_back(row);
           break;
         }
