@@ -347,3 +347,35 @@ TEST_F(Cli, StrictLaunchConfigIsAFlagOfAttribute) {
   EXPECT_NE(j.output.find("\"strict_launch_config\": true"), std::string::npos) << j.output;
   EXPECT_NE(j.output.find("\"by_phase\""), std::string::npos) << j.output;
 }
+
+TEST_F(Cli, ATimelineAndAnNcuCsvOfTwoRunsReportAnotherLaunchConfiguration) {
+  // tests/fixtures/field: Inductor autotuned 14 Triton kernels of GPT-2 differently in ncu's run.
+  const std::string dir = fixture("field/gpt2_default");
+  std::string db = path("p.db");
+  Result a = run("attribute -q --trace " + dir + "/trace.json.gz --ncu " + dir + "/ncu.csv.gz --inductor " + dir +
+                 "/inductor -o " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_NE(a.output.find("opprof: warning: 14 ncu rows pair with a kernel of the same name whose grid or block "
+                          "differ"),
+            std::string::npos)
+      << a.output;
+  Result j = run("report --json " + db);
+  EXPECT_NE(j.output.find("\"launch_config_differs\": 14"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"unmatched_rows\": 0"), std::string::npos) << j.output;
+  Result t = run("report " + db);
+  EXPECT_NE(t.output.find("warning: 14 ncu row(s) matched a kernel whose grid or block differ: their counters come "
+                          "from another launch configuration of the same kernel"),
+            std::string::npos)
+      << t.output;
+  EXPECT_NE(t.output.find("126 matched to kernels (base name + grid + block, 14 of them of another launch "
+                          "configuration)"),
+            std::string::npos)
+      << t.output;
+
+  Result strict = run("attribute -q --strict-launch-config --trace " + dir + "/trace.json.gz --ncu " + dir +
+                      "/ncu.csv.gz --inductor " + dir + "/inductor -o " + path("s.db"));
+  ASSERT_EQ(strict.status, 0) << strict.output;
+  Result sj = run("report --json " + path("s.db"));
+  EXPECT_NE(sj.output.find("\"unmatched_rows\": 14"), std::string::npos) << sj.output;
+  EXPECT_NE(sj.output.find("\"strict_launch_config\": true"), std::string::npos) << sj.output;
+}

@@ -453,14 +453,14 @@ TEST_F(ProfileDbTest, ReaderRejectsAnotherSchemaVersion) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
-                           "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
+                           "UPDATE meta SET value = '99' WHERE key = 'schema_version';"
                            "UPDATE meta SET value = '9.9.9' WHERE key = 'opprof_version';",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     sqlite3_close(db);
   }
   std::string err = reader_error(path);
-  EXPECT_NE(err.find(fmt::format("profile has schema version 2; this opprof ({}) reads schema version {}",
+  EXPECT_NE(err.find(fmt::format("profile has schema version 99; this opprof ({}) reads schema version {}",
                                  OPPROF_VERSION, kProfileSchemaVersion)),
             std::string::npos)
       << err;

@@ -1087,6 +1087,8 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
         categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kForwardBackwardFlow) {
       const std::uint64_t pid = resolve_id(ev.pid, true, 0);
       flow_ends_.push_back({ev.flow_id, pid, resolve_id(ev.tid, false, pid), *ev.ts, ev.ph == "s"});
+    } else {
+      ++ignored_phases_[static_cast<unsigned char>(ev.ph[0])];
     }
     return;
   }

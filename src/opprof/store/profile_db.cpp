@@ -82,7 +82,7 @@ void validate_inputs(const ProfileInputs& in) {
   const AttributionTable& a = *in.attribution;
   check_columns("attribution", k.size(), a.path, a.confidence, a.op_range, a.op, a.top_op, a.module, a.module_source,
                 a.fused_ops, a.fx_nodes, a.provenance_handle, a.source_line, a.family, a.reason, a.opaque,
-                a.opaque_backend);
+                a.opaque_backend, a.phase, a.forward_op);
   if (const KernelMetrics* km = in.kernel_metrics) {
     if (km->kernels != k.size() || km->values.size() != km->kernels * km->metrics.size())
       throw OutputError(fmt::format(
@@ -95,9 +95,11 @@ void validate_inputs(const ProfileInputs& in) {
   if (const NcuTable* ncu = in.ncu) {
     check_columns("ncu rows", ncu->rows(), ncu->id, ncu->pid, ncu->kernel_name, ncu->context, ncu->stream, ncu->device,
                   ncu->grid, ncu->block, ncu->line);
-    if (in.match && in.match->kernel_for_ncu_row.size() != ncu->rows())
-      throw OutputError(fmt::format("the ncu match covers {} rows, the ncu table has {}",
-                                    in.match->kernel_for_ncu_row.size(), ncu->rows()));
+    if (in.match && (in.match->kernel_for_ncu_row.size() != ncu->rows() ||
+                     in.match->launch_config_kernel_for_ncu_row.size() != ncu->rows()))
+      throw OutputError(fmt::format("the ncu match covers {} rows ({} with launch configurations), the ncu table has {}",
+                                    in.match->kernel_for_ncu_row.size(),
+                                    in.match->launch_config_kernel_for_ncu_row.size(), ncu->rows()));
   }
   if (in.aggregates) {
     std::size_t metrics = in.kernel_metrics ? in.kernel_metrics->metrics.size() : 0;
