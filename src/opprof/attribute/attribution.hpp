@@ -31,10 +31,10 @@ const char* to_string(ModuleSource s);
 
 // Which part of a training step a kernel belongs to.
 enum class Phase : std::uint8_t {
-  kForward = 0,    // launched by a forward operator (also every kernel of an inference capture)
-  kBackward = 1,   // launched by autograd's backward (an autograd node, a compiled backward graph)
-  kOptimizer = 2,  // inside the optimizer step (Optimizer.step#<Class>.step, torch's _foreach_ / fused ops)
-  kOther = 3,      // outside operators and the optimizer: copies, the loss's gradient seed, ...
+  kForward = 0,    // any other kernel with an operator or a module (every kernel of an inference capture)
+  kBackward = 1,   // launched inside a backward node on autograd's thread (a compiled backward graph too)
+  kOptimizer = 2,  // inside the optimizer step (Optimizer.step#<Class>.step) or by a _foreach_ / fused op
+  kOther = 3,      // no operator, module or optimizer step around its launch
 };
 inline constexpr int kPhases = 4;
 const char* to_string(Phase p);
