@@ -196,11 +196,11 @@ int run_attribute(const AttributeOptions& o, const std::map<std::string, std::st
     for (const auto& m : kernel_metrics.missing)
       progress.say("warning: the ncu CSV has no column for metric {} of the set", m);
     if (match->launch_config_differs > 0)
-      progress.warn("{} ncu rows pair with a kernel of the same name whose grid or block differ (another "
-                   "launch configuration of the same kernel){}",
-                   match->launch_config_differs,
-                   o.strict_launch_config ? ": left unmatched (--strict-launch-config)"
-                                          : ": matched, their counters come from the other configuration");
+      progress.warn("{} ncu {} with a kernel of the same name whose grid or block differ (another "
+                    "launch configuration of the same kernel){}",
+                    match->launch_config_differs, match->launch_config_differs == 1 ? "row pairs" : "rows pair",
+                    o.strict_launch_config ? ": left unmatched (--strict-launch-config)"
+                                           : ": matched, their counters come from the other configuration");
   }
 
   Aggregates aggregates = aggregate(tl, attribution, kernel_metrics);
