@@ -75,9 +75,10 @@ TEST(GoldenField, EveryNcuRowMatchesOneKernelAndAnotherLaunchConfigurationIsFlag
     EXPECT_EQ(cov.ncu_matched, fc.kernels);
     EXPECT_EQ(cov.ncu_launch_config_differs, fc.launch_config_differs);
     // Only Triton kernels are autotuned; library kernels (cuBLAS, cuDNN) agree between the runs.
-    for (std::size_t r = 0; r < ncu.rows(); ++r)
-      if (m.launch_config_kernel_for_ncu_row[r] != kNoIndex)
-        EXPECT_EQ(ncu.kernel_name[r].rfind("triton_", 0), 0u) << ncu.kernel_name[r];
+    for (std::size_t r = 0; r < ncu.rows(); ++r) {
+      if (m.launch_config_kernel_for_ncu_row[r] == kNoIndex) continue;
+      EXPECT_EQ(ncu.kernel_name[r].rfind("triton_", 0), 0u) << ncu.kernel_name[r];
+    }
 
     // --strict-launch-config: exactly those rows are refused.
     NcuMatch strict = match_ncu(tl, ncu, NcuMatchOptions{true});

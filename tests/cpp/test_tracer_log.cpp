@@ -359,7 +359,7 @@ TEST(TracerLog, CaptureLaunchRecordsGiveNodeStacksWithoutResourceCallbacks) {
   const Timeline tl = read_tracer_log(log.path());
   EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "1");
   EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "1");
-  EXPECT_EQ(tl.metadata.at("tracer.format_version"), "1.1");
+  EXPECT_EQ(tl.metadata.at("tracer.format_version"), "1.2");
   EXPECT_NE(find_range(tl, "block", RangeScope::kStream), kNoIndex);
 }
 
