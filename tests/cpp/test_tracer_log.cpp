@@ -597,7 +597,8 @@ TEST(TracerLog, TorchObserverPayloadsLinkBackwardNodesToTheirForwardOperators) {
       .string(4, "autograd::engine::evaluate_function: AddmmBackward0")
       .string(5, "aten::mm")
       .string(6, "gemm")
-      .string(7, "cudaLaunchKernel_v7000");
+      .string(7, "cudaLaunchKernel_v7000")
+      .string(8, "AddmmBackward0");
   b.add(RecordType::kApiName, ApiNameRecord{kApiDomainRuntime, 211, 7, 0});
   // Forward on thread 100: the module range and aten::addmm (sequence number 48).
   b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 100, 2, 0, 0, 0});
@@ -605,24 +606,30 @@ TEST(TracerLog, TorchObserverPayloadsLinkBackwardNodesToTheirForwardOperators) {
   b.add(RecordType::kApiCall, ApiCallRecord{1210, 1220, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
   b.add(RecordType::kNvtxPop, NvtxPopRecord{1300, 100, 1, 0});
   b.add(RecordType::kNvtxPop, NvtxPopRecord{1400, 100, 0, 0});
-  // Backward on autograd's thread 200: the node (48, forward thread 1) and the aten::mm it calls.
-  b.add(RecordType::kNvtxPush, NvtxPushRecord{2000, 200, 4, 1, 2, encode_autograd_link(48, 1)});
+  // Backward on autograd's thread 200, as torch records it: the engine's evaluate_function range (no
+  // number), the node's own range (48, forward thread 1) and the aten::mm it calls.
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{2000, 200, 4, 1, 2, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{2005, 200, 8, 1, 2, encode_autograd_link(48, 1)});
   b.add(RecordType::kNvtxPush, NvtxPushRecord{2010, 200, 5, 1, 1, 0});
   b.add(RecordType::kApiCall, ApiCallRecord{2020, 2030, 200, 4242, 12, 211, kApiDomainRuntime, 0, 0});
   b.add(RecordType::kNvtxPop, NvtxPopRecord{2100, 200, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{2150, 200, 1, 0});
   b.add(RecordType::kNvtxPop, NvtxPopRecord{2200, 200, 1, 0});
   b.add(RecordType::kKernel, kernel(6, 1500, 1600, 11));
   b.add(RecordType::kKernel, kernel(6, 2500, 2600, 12));
-  b.add(RecordType::kTrailer, TrailerRecord{3000, 6000, 20, 7});
+  b.add(RecordType::kTrailer, TrailerRecord{3000, 6000, 23, 8});
   TempLog log(b.bytes());
   Timeline tl = read_tracer_log(log.path());
 
   const std::size_t addmm = find_range(tl, "aten::addmm");
-  const std::size_t node = find_range(tl, "autograd::engine::evaluate_function: AddmmBackward0");
+  const std::size_t engine = find_range(tl, "autograd::engine::evaluate_function: AddmmBackward0");
+  const std::size_t node = find_range(tl, "AddmmBackward0");
   const std::size_t mm = find_range(tl, "aten::mm");
   ASSERT_NE(addmm, kNoIndex);
+  ASSERT_NE(engine, kNoIndex);
   ASSERT_NE(node, kNoIndex);
   ASSERT_NE(mm, kNoIndex);
+  EXPECT_EQ(tl.ranges.sequence_nr[engine], kNoSequenceNr);
   EXPECT_EQ(tl.ranges.sequence_nr[addmm], 48);
   EXPECT_EQ(tl.ranges.forward_thread[addmm], 0u);
   EXPECT_EQ(tl.ranges.sequence_nr[node], 48);
