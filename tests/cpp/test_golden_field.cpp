@@ -8,7 +8,9 @@
 //          sequence numbers) or in the optimizer step must reach 95 %.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "golden_checks.hpp"
@@ -129,4 +131,32 @@ TEST(GoldenTrain, KernelTimeInAModuleOrTheOptimizerStepReaches95Percent) {
         pct_of_phase(cov, Phase::kForward), pct_of_phase(cov, Phase::kBackward), pct_of_phase(cov, Phase::kOptimizer),
         pct_of_phase(cov, Phase::kOther), 100.0 * double(linked_ns) / double(backward_ns));
   }
+}
+
+// Inductor's backward graph of compiled GPT-2 names layer 0's forward node "attn_output" among the source
+// nodes of every layer's attention backward: taken at its word, the FX module map would put all twelve in
+// transformer.h.0.attn. Such a node gives no module; the autograd link gives those kernels the compiled call's.
+TEST(GoldenTrain, NoLayerTakesTheBackwardKernelsOfAllLayers) {
+  const std::string dir = kFixtures + "/train/gpt2_compiled/opprof";
+  Timeline tl = read_kineto_trace(dir + "/trace.json.gz");
+  InductorArtifacts ind = read_inductor_artifacts(dir + "/inductor");
+  AttributionNotes notes;
+  AttributionTable attr = attribute_timeline(tl, &ind, AttributionOptions{}, &notes);
+  std::map<std::string, int> attention_backward_by_module;
+  int layers_named = 0;
+  for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
+    if (tl.str(attr.op[i]) != "aten::_efficient_attention_backward") continue;
+    EXPECT_EQ(attr.phase[i], Phase::kBackward);
+    EXPECT_EQ(tl.str(attr.forward_op[i]), "CompiledFunction");
+    const std::string module(tl.str(attr.module[i]));
+    ++attention_backward_by_module[module];
+    layers_named += module.find(".h.") != std::string::npos;
+  }
+  // One per layer, all in the compiled model's module (opprof's hooks name the root GPT2LMHeadModel).
+  EXPECT_EQ(attention_backward_by_module, (std::map<std::string, int>{{"GPT2LMHeadModel", 12}}));
+  EXPECT_EQ(layers_named, 0) << "Inductor's backward provenance names no layer for them";
+  EXPECT_TRUE(std::any_of(notes.lines.begin(), notes.lines.end(), [](const std::string& l) {
+    return l.find("backward-graph wrapper calls name a forward node that calls of other layers name too") !=
+           std::string::npos;
+  }));
 }
