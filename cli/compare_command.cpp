@@ -21,7 +21,9 @@ void add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("B", o.b, "Profile database B")->required();
   cmd->add_flag("--json", o.json, "Print the comparison as JSON instead");
   cmd->add_flag("--all-activity", o.all_activity, "Also align and compare memcpy and memset, not only kernels");
-  cmd->add_option("--top", o.top, "Disagreements to list (0: all)")->capture_default_str();
+  cmd->add_option("--top", o.top, "Disagreements to list (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option_function<double>(
          "--min-agreement",
          [&o](const double& pct) {

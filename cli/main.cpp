@@ -1,6 +1,9 @@
 // The opprof command line: subcommands are registered from cli/commands_*.cpp.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <exception>
@@ -25,18 +28,37 @@ int main(int argc, char** argv) {
       program.assign(argv + i + 1, argv + argc);
       break;
     }
+  // An unknown first word is a mistyped command: say so, rather than CLI11's "A subcommand is required".
+  if (own_argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      fmt::print(stderr, "opprof: error: unknown command '{}' (commands: {}; opprof --help lists them)\n",
+                 opprof::printable(word), fmt::join(names, ", "));
+      return 2;
+    }
+  }
   try {
     app.parse(own_argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A usage error is bad input: exit status 2, like every other (CLI11's own codes are 100 and up).
+    app.exit(e);
+    return 2;
   }
   try {
     return opprof::cli::run_selected(app, program);
   } catch (const opprof::InputError& e) {
-    fmt::print(stderr, "opprof: error: {}\n", e.what());
+    fmt::print(stderr, "opprof: error: {}\n", e.what());  // InputError's text is printable() already
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "opprof: error: {}\n", e.what());
+    fmt::print(stderr, "opprof: error: {}\n", opprof::printable(e.what()));
     return 1;
   }
 }

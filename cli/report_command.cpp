@@ -23,7 +23,9 @@ void add_report_command(CLI::App& app, ReportOptions& o) {
   auto* cmd = app.add_subcommand("report", "Summarize a profile database (terminal table, or --json)");
   cmd->add_option("database", o.database, "Profile database written by `opprof attribute` or `opprof profile`")->required();
   cmd->add_flag("--json", o.json, "Print the machine-readable summary instead");
-  cmd->add_option("--top", o.top, "Operators and modules to list (0: all)")->capture_default_str();
+  cmd->add_option("--top", o.top, "Operators and modules to list (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 int run_report(const ReportOptions& o) {

@@ -4,13 +4,15 @@
 #
 #   scripts/capture_field_fixtures.sh timelines DEST   # builds opprof, then every timeline pass
 #   scripts/capture_field_fixtures.sh counters DEST    # every ncu pass (after `timelines`, same DEST)
+#   scripts/capture_field_fixtures.sh microkernels DEST  # only the microkernels, both passes
 #
 # field/<model>_<mode>: scripts/user_capture.py, timeline (torch.profiler) and ncu in two separate processes,
 #   each with its own fresh Inductor/Triton cache (nothing of opprof in either process).
 # train/<name>: examples/train_lm.py, one AdamW step, by plain torch.profiler(with_modules=True, with_stack=True)
 #   (torch_profiler.json) and by `opprof profile --backend torch --skip-ncu -- python examples/train_lm.py`.
 # microkernels: `python -m opprof.capture` pass A, and pass B under ncu --set full plus opprof's default metrics.
-# Environment: PYTHON (python3), NCU (ncu on PATH, else /usr/local/cuda/bin/ncu).
+# Environment: PYTHON (python3), NCU (ncu on PATH, else /usr/local/cuda/bin/ncu), EXTRA_METRICS (a file of
+# metric names, one a line, that the microkernels' ncu pass collects besides data/metrics_default.tsv's).
 set -uo pipefail
 STAGE=${1:?stage: timelines or counters}
 DEST=${2:?destination directory}
@@ -60,6 +62,21 @@ ncu_pass() {  # ncu_pass OUTDIR METRICS [--set full] -- command...
   gzip -9 -n -f "$out/ncu.csv"
 }
 
+micro_timeline() {
+  local m="$DEST/microkernels"
+  mkdir -p "$m"
+  PYTHONPATH="$REPO/python" "$PYTHON" -m opprof.capture --pass timeline --out "$m/cap" \
+    --workload "$REPO/examples/microkernels.py" --compile eager --warmup 2 --iters 1 >"$m/timeline.log" 2>&1
+}
+
+micro_counters() {
+  local m="$DEST/microkernels" metrics
+  metrics=$( (cut -f1 "$REPO/data/metrics_default.tsv"; [[ -n "${EXTRA_METRICS:-}" ]] && cat "$EXTRA_METRICS") |
+    grep -v '^#' | grep . | sort -u | paste -sd,)
+  ncu_pass "$m" "$metrics" --set full -- env PYTHONPATH="$REPO/python" "$PYTHON" -m opprof.capture --pass counters \
+    --out "$m/cap" --workload "$REPO/examples/microkernels.py" --compile eager --warmup 2 --iters 1
+}
+
 case "$STAGE" in
 timelines)
   say "build"
@@ -86,10 +103,7 @@ timelines)
       "$PYTHON" "$REPO/examples/train_lm.py" $args >"$d/opprof.log" 2>&1) &
     pids+=($!)
   done
-  m="$DEST/microkernels"
-  mkdir -p "$m"
-  (PYTHONPATH="$REPO/python" "$PYTHON" -m opprof.capture --pass timeline --out "$m/cap" --workload "$REPO/examples/microkernels.py" \
-    --compile eager --warmup 2 --iters 1 >"$m/timeline.log" 2>&1) &
+  micro_timeline &
   pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || say "a timeline job failed (pid $p)"; done
   for spec in "${FIELD[@]}"; do
@@ -120,11 +134,12 @@ counters)
     ncu_pass "$d" "$QUICK_METRICS" -- "$PYTHON" "$REPO/scripts/user_capture.py" --model "$model" --mode "$mode" --pass ncu --out "$d"
     rm -rf "$d/cache_ncu"
   done
-  m="$DEST/microkernels"
-  METRICS=$(cut -f1 "$REPO/data/metrics_default.tsv" | grep -v '^#' | paste -sd,)
-  ncu_pass "$m" "$METRICS" --set full -- env PYTHONPATH="$REPO/python" "$PYTHON" -m opprof.capture --pass counters \
-    --out "$m/cap" --workload "$REPO/examples/microkernels.py" --compile eager --warmup 2 --iters 1
+  micro_counters
   ;;
-*) echo "stage must be timelines or counters" >&2; exit 2 ;;
+microkernels)
+  micro_timeline
+  micro_counters
+  ;;
+*) echo "stage must be timelines, counters or microkernels" >&2; exit 2 ;;
 esac
 say "done: $(du -sh "$DEST" | cut -f1)"

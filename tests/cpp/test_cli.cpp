@@ -379,3 +379,37 @@ TEST_F(Cli, ATimelineAndAnNcuCsvOfTwoRunsReportAnotherLaunchConfiguration) {
   EXPECT_NE(sj.output.find("\"unmatched_rows\": 14"), std::string::npos) << sj.output;
   EXPECT_NE(sj.output.find("\"strict_launch_config\": true"), std::string::npos) << sj.output;
 }
+
+namespace {
+
+// Usage errors are bad input: exit status 2 (not CLI11's 100+ codes), one message; help and version exit 0.
+TEST_F(Cli, UsageErrorsExitTwoAndHelpExitsZero) {
+  const Result bogus = run("bogus");
+  EXPECT_EQ(bogus.status, 2) << bogus.output;
+  EXPECT_NE(bogus.output.find("unknown command 'bogus'"), std::string::npos) << bogus.output;
+  EXPECT_NE(bogus.output.find("attribute"), std::string::npos) << bogus.output;  // the commands are listed
+  EXPECT_EQ(run("").status, 2);
+  const Result missing = run("attribute -o " + path("x.db"));
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--trace"), std::string::npos) << missing.output;
+  EXPECT_EQ(run("attribute --trace t.json -o x.db --no-such-flag").status, 2);
+  const Result negative = run("report --top -5 " + path("x.db"));
+  EXPECT_EQ(negative.status, 2) << negative.output;
+  EXPECT_EQ(run("compare a.db b.db --top -1").status, 2);
+  EXPECT_EQ(run("--help").status, 0);
+  EXPECT_EQ(run("report --help").status, 0);
+  EXPECT_EQ(run("--version").status, 0);
+}
+
+// Input text in an error message cannot drive the terminal: control characters and invalid UTF-8 are escaped.
+TEST_F(Cli, ErrorMessagesEscapeControlCharactersAndInvalidUtf8) {
+  const std::string name = path("evil\x1b[31m\xff\xfe.json");
+  const Result r = run("attribute -q --trace '" + name + "' -o " + path("x.db"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\xff'), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("evil\\x1b[31m\\xff\\xfe.json"), std::string::npos) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+}
+
+}  // namespace

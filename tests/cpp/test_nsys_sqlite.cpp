@@ -207,6 +207,32 @@ INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 20, 0, 1, 7, 5, 0, 1, 2, 0, 0
   EXPECT_EQ(tl.ranges.size(), 0u);
 }
 
+// Damaged times are refused with the table and row, before any duration or sum could overflow.
+TEST(NsysSqlite, RejectsActivitiesThatEndBeforeTheyStartOrLieOutOfRange) {
+  const auto kernel_row = [](const std::string& start, const std::string& end) {
+    return kSchema + "INSERT INTO StringIds VALUES (1, 'k'); INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (" + start +
+           ", " + end + ", 0, 1, 7, 100, " + std::to_string(kGlobalPid) +
+           ", 1, 1, 1, 0, 0, 40, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0);";
+  };
+  struct Case {
+    std::string start, end, message;
+  };
+  for (const Case& c : {Case{"2500", "2000", "ends before it starts"},
+                        Case{"-9223372036854775808", "9223372036854775807", "time out of range"},
+                        Case{"0", "9223372036854775807", "time out of range"}, Case{"-5", "10", "time out of range"}}) {
+    TempDb db(kernel_row(c.start, c.end));
+    try {
+      (void)read_nsys_sqlite(db.path());
+      ADD_FAILURE() << "accepted a kernel from " << c.start << " to " << c.end;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("CUPTI_ACTIVITY_KIND_KERNEL row 1: " + c.message), std::string::npos)
+          << e.what();
+    }
+  }
+  TempDb fine(kernel_row("2000", "2000"));  // a zero-length kernel is possible
+  EXPECT_EQ(read_nsys_sqlite(fine.path()).kernels.size(), 1u);
+}
+
 TEST(NsysSqlite, RejectsOtherDatabasesAndMissingFiles) {
   TempDb other("CREATE TABLE t (x INTEGER);");
   EXPECT_THROW(read_nsys_sqlite(other.path()), InputError);

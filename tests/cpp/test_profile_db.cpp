@@ -442,8 +442,32 @@ TEST_F(ProfileDbTest, ReaderRejectsWhatIsNotAProfile) {
   err = reader_error(no_version);
   EXPECT_NE(err.find("not an opprof profile: its meta table has no schema_version"), std::string::npos) << err;
 
+  // Another program's database with a meta table and a schema_version is still not a profile: the header's
+  // application_id says whose file it is.
+  std::string foreign = dir.file("foreign.db");
+  write_raw_sqlite(foreign, "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('schema_version', '1');");
+  err = reader_error(foreign);
+  EXPECT_NE(err.find(foreign + ": not an opprof profile: its SQLite application_id is 0x0, not opprof's 0x6f707066"),
+            std::string::npos)
+      << err;
+
   err = reader_error(dir.path().string());
   EXPECT_NE(err.find("is a directory"), std::string::npos) << err;
+}
+
+TEST_F(ProfileDbTest, ReaderRejectsAHeaderThatDisagreesWithTheMetaTable) {
+  std::string path = dir.file("profile.db");
+  write_profile_db(path, p.inputs());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 7;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::string err = reader_error(path);
+  EXPECT_NE(err.find("damaged opprof profile: PRAGMA user_version is 7 but meta.schema_version is 1"),
+            std::string::npos)
+      << err;
 }
 
 TEST_F(ProfileDbTest, ReaderRejectsAnotherSchemaVersion) {

@@ -125,6 +125,24 @@ class Reader {
   }
   void saw(std::int64_t t) { max_ts_ = std::max(max_ts_, t); }
 
+  // An activity's [start, end] from columns 0 and 1 of the current row, checked: nsys writes nanoseconds
+  // since the session start, so a negative time, an end before the start, or a time past 2^62 ns (146
+  // years) is a damaged export, and would overflow the durations and sums computed from it.
+  std::pair<std::int64_t, std::int64_t> interval(const Statement& s, const std::string& table, std::size_t row,
+                                                 bool end_may_be_null = false) const {
+    constexpr std::int64_t kMaxNs = std::int64_t{1} << 62;
+    const std::int64_t start = s.i64(0);
+    const bool has_end = !(end_may_be_null && s.null(1));
+    const std::int64_t end = has_end ? s.i64(1) : start;
+    if (start < 0 || start > kMaxNs || end < 0 || end > kMaxNs)
+      throw InputError(path_, fmt::format("{} row {}: time out of range (start {} ns, end {} ns)", table, row + 1,
+                                          start, end));
+    if (end < start)
+      throw InputError(path_, fmt::format("{} row {}: ends before it starts (start {} ns, end {} ns)", table, row + 1,
+                                          start, end));
+    return {start, end};
+  }
+
   void kernels() {
     const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
     if (!db_.has_table(table)) return;
@@ -139,11 +157,12 @@ class Reader {
         table);
     Statement s = db_.query(sql);
     KernelTable& k = tl_.kernels;
-    while (s.step()) {
+    for (std::size_t row = 0; s.step(); ++row) {
+      const auto [start, end] = interval(s, table, row);
       StrId name = intern_id(s.i64(16));
       if (name == kNoString) name = intern_id(s.i64(17));
       const std::size_t i = k.add(ActivityKind::kKernel, name, static_cast<std::uint32_t>(s.i64(2)),
-                                  static_cast<std::uint32_t>(s.i64(4)), s.i64(0), s.i64(1));
+                                  static_cast<std::uint32_t>(s.i64(4)), start, end);
       k.context[i] = static_cast<std::uint32_t>(s.i64(3));
       k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
       k.pid[i] = nsys_pid(s.i64(6));
@@ -157,7 +176,7 @@ class Reader {
       k.graph_node[i] = static_cast<std::uint64_t>(s.i64(19));
       k.graph_id[i] = static_cast<std::uint64_t>(s.i64(20));
       correlations_.insert(k.correlation[i]);
-      saw(s.i64(1));
+      saw(end);
     }
   }
 
@@ -173,18 +192,19 @@ class Reader {
                                              "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD",
                                              "Memcpy HtoH", "Memcpy PtoP"};
     KernelTable& k = tl_.kernels;
-    while (s.step()) {
+    for (std::size_t row = 0; s.step(); ++row) {
+      const auto [start, end] = interval(s, table, row);
       const std::int64_t kind = s.i64(8);
       const char* name = kind >= 0 && kind <= 10 ? kNames[kind] : kNames[0];
       const std::size_t i = k.add(ActivityKind::kMemcpy, tl_.strings.intern(name), static_cast<std::uint32_t>(s.i64(2)),
-                                  static_cast<std::uint32_t>(s.i64(4)), s.i64(0), s.i64(1));
+                                  static_cast<std::uint32_t>(s.i64(4)), start, end);
       k.context[i] = static_cast<std::uint32_t>(s.i64(3));
       k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
       k.pid[i] = nsys_pid(s.i64(6));
       k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
       k.graph_node[i] = static_cast<std::uint64_t>(s.i64(9));
       correlations_.insert(k.correlation[i]);
-      saw(s.i64(1));
+      saw(end);
     }
   }
 
@@ -198,16 +218,17 @@ class Reader {
                                         column_or(c, "graphNodeId"), table));
     KernelTable& k = tl_.kernels;
     const StrId name = tl_.strings.intern("Memset");
-    while (s.step()) {
+    for (std::size_t row = 0; s.step(); ++row) {
+      const auto [start, end] = interval(s, table, row);
       const std::size_t i = k.add(ActivityKind::kMemset, name, static_cast<std::uint32_t>(s.i64(2)),
-                                  static_cast<std::uint32_t>(s.i64(4)), s.i64(0), s.i64(1));
+                                  static_cast<std::uint32_t>(s.i64(4)), start, end);
       k.context[i] = static_cast<std::uint32_t>(s.i64(3));
       k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
       k.pid[i] = nsys_pid(s.i64(6));
       k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
       k.graph_node[i] = static_cast<std::uint64_t>(s.i64(8));
       correlations_.insert(k.correlation[i]);
-      saw(s.i64(1));
+      saw(end);
     }
   }
 
@@ -217,23 +238,24 @@ class Reader {
     Statement s = db_.query(fmt::format("SELECT start, end, {}, {}, {} FROM {} ORDER BY start", column_or(c, "globalTid"),
                                         column_or(c, "correlationId"), column_or(c, "nameId"), table));
     LaunchTable& l = tl_.launches;
-    while (s.step()) {
+    for (std::size_t row = 0; s.step(); ++row) {
+      const auto [start, end] = interval(s, table, row);
       const auto corr = static_cast<std::uint64_t>(s.i64(3));
       const std::string_view name = string_of(s.i64(4));
       const bool profiler_start = starts_with(name, "cudaProfilerStart") || starts_with(name, "cuProfilerStart");
       const bool profiler_stop = starts_with(name, "cudaProfilerStop") || starts_with(name, "cuProfilerStop");
       if (correlations_.count(corr) == 0 && !profiler_start && !profiler_stop) continue;
       const std::int64_t gtid = s.i64(2);
-      l.add(intern_id(s.i64(4)), nsys_pid(gtid), nsys_tid(gtid), s.i64(0), s.i64(1), corr);
-      saw(s.i64(1));
+      l.add(intern_id(s.i64(4)), nsys_pid(gtid), nsys_tid(gtid), start, end, corr);
+      saw(end);
       if (profiler_start && !window_open_) {
         window_open_ = true;
-        window_start_ = s.i64(0);
+        window_start_ = start;
         window_tid_ = nsys_tid(gtid);
         window_pid_ = nsys_pid(gtid);
       } else if (profiler_stop && window_open_) {
         window_open_ = false;
-        add_window(s.i64(1));
+        add_window(end);
       }
     }
   }
@@ -265,8 +287,9 @@ class Reader {
     };
     std::vector<Row> rows;
     std::unordered_map<std::uint64_t, std::string> domains;  // (pid << 32 | domainId) -> name
-    while (s.step()) {
-      Row r{s.i64(0), s.i64(1), !s.null(1), std::string(s.null(2) ? string_of(s.i64(3)) : s.text(2)), s.i64(4),
+    for (std::size_t row = 0; s.step(); ++row) {
+      const auto [start, end] = interval(s, table, row, /*end_may_be_null=*/true);
+      Row r{start, end, !s.null(1), std::string(s.null(2) ? string_of(s.i64(3)) : s.text(2)), s.i64(4),
             s.i64(5), s.i64(6), s.null(7) ? -1 : s.i64(7)};
       if (r.type == kNvtxDomainCreate) {
         domains[(std::uint64_t{nsys_pid(r.gtid)} << 32) | static_cast<std::uint32_t>(r.domain)] = r.text;

@@ -41,7 +41,6 @@ using sqlite::Statement;
 // report scans a whole table; 16 KiB stays cheap for the few point lookups reports make.
 constexpr int kPageSize = 16384;
 // Written to the SQLite header so that tools (`file`, the reader) can tell an opprof profile at a glance.
-constexpr std::int64_t kApplicationId = 0x6f707066;  // "oppf"
 // Rows per INSERT statement for the large tables (see Writer::insert_rows).
 constexpr std::size_t kBatchRows = 64;
 
@@ -590,7 +589,7 @@ void write_profile_db(const std::string& path, const ProfileInputs& in) {
           "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
           "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
           "PRAGMA application_id = {}; PRAGMA user_version = {};",
-          kPageSize, kApplicationId, kProfileSchemaVersion));
+          kPageSize, kProfileApplicationId, kProfileSchemaVersion));
       db.exec("BEGIN");
       db.exec(embedded_file("profile_schema.sql"));
       Writer(db, in).write();

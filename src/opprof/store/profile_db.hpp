@@ -15,6 +15,8 @@
 namespace opprof {
 
 inline constexpr int kProfileSchemaVersion = 2;
+// PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
+inline constexpr std::int64_t kProfileApplicationId = 0x6f707066;
 
 struct ProfileInputs {
   const Timeline* timeline = nullptr;

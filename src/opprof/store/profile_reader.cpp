@@ -20,6 +20,7 @@ struct ProfileReader::Impl {
   std::string path;
   std::unique_ptr<sqlite::Database> db;
   int schema_version = 0;
+  std::int64_t header_user_version = 0;
   std::map<std::string, std::string> metadata;
   Coverage coverage;
   std::vector<ProfileMetric> metrics;
@@ -60,6 +61,23 @@ struct ProfileReader::Impl {
     }
   }
 
+  // The file header's two opprof fields: another program's database with a table named meta is not a profile.
+  void check_header() {
+    std::int64_t application_id = 0, user_version = 0;
+    try {
+      Statement a(*db, "PRAGMA application_id");
+      if (a.next()) application_id = a.column_int(0);
+      Statement u(*db, "PRAGMA user_version");
+      if (u.next()) user_version = u.column_int(0);
+    } catch (const sqlite::SqliteError& e) {
+      fail(e);
+    }
+    if (application_id != kProfileApplicationId)
+      throw InputError(path, fmt::format("not an opprof profile: its SQLite application_id is {:#x}, not opprof's {:#x}",
+                                         application_id, kProfileApplicationId));
+    header_user_version = user_version;
+  }
+
   void check_version() {
     auto it = metadata.find("schema_version");
     if (it == metadata.end()) throw InputError(path, "not an opprof profile: its meta table has no schema_version");
@@ -68,6 +86,7 @@ struct ProfileReader::Impl {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
     if (ec != std::errc() || end != text.data() + text.size())
       throw InputError(path, fmt::format("not an opprof profile: schema_version is '{}', not a number", text));
+    check_header();
     if (version != kProfileSchemaVersion) {
       auto writer = metadata.find("opprof_version");
       throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {}{}",
@@ -75,6 +94,9 @@ struct ProfileReader::Impl {
                                          writer == metadata.end() ? std::string()
                                                                   : fmt::format(" (written by opprof {})", writer->second)));
     }
+    if (header_user_version != version)
+      throw InputError(path, fmt::format("damaged opprof profile: PRAGMA user_version is {} but meta.schema_version is {}",
+                                         header_user_version, version));
     schema_version = version;
   }
 

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace opprof {
 
@@ -14,7 +15,8 @@ struct InputPosition {
 };
 
 // A problem with a user's input (missing file, malformed JSON/CSV, wrong units, a capture from another
-// window). what() is one line: "<file>:<line>:<col>: <message>" or "<file>: <message>".
+// window). what() is one line: "<file>:<line>:<col>: <message>" or "<file>: <message>", passed through
+// printable() (file() and message() keep the raw text).
 class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::string message, InputPosition pos = {});
@@ -36,5 +38,10 @@ class OutputError : public std::runtime_error {
 
 // "<what>: <strerror(errno)>", for messages about files the system would not open.
 std::string fmt_errno(const std::string& what);
+
+// Text safe to print on a terminal in one line: control characters (newlines, escapes, DEL) and bytes that
+// are not valid UTF-8 become \n, \t, \r or \xNN; valid UTF-8 is kept. Error messages quote input, and input
+// can hold anything.
+std::string printable(std::string_view text);
 
 }  // namespace opprof
