@@ -465,7 +465,8 @@ TEST_F(ProfileDbTest, ReaderRejectsAHeaderThatDisagreesWithTheMetaTable) {
     sqlite3_close(db);
   }
   std::string err = reader_error(path);
-  EXPECT_NE(err.find("damaged opprof profile: PRAGMA user_version is 7 but meta.schema_version is 1"),
+  EXPECT_NE(err.find(fmt::format("damaged opprof profile: PRAGMA user_version is 7 but meta.schema_version is {}",
+                                 kProfileSchemaVersion)),
             std::string::npos)
       << err;
 }
