@@ -214,9 +214,9 @@ int main(int argc, char** argv) {
       }
       case RecordType::kNvtxPush: {
         auto r = load<NvtxPushRecord>(p);
-        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu payload=%u\n", str(r.text_sid).c_str(),
-                    str(r.domain_sid).c_str(), static_cast<unsigned long long>(r.tid),
-                    static_cast<unsigned long long>(r.ts_ns), r.payload);
+        std::printf("first: push \"%s\" domain=\"%s\" tid=%llu payload=%u ts=%llu\n", str(r.text_sid).c_str(),
+                    str(r.domain_sid).c_str(), static_cast<unsigned long long>(r.tid), r.payload,
+                    static_cast<unsigned long long>(r.ts_ns));
         break;
       }
       case RecordType::kApiCall: {

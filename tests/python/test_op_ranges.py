@@ -224,7 +224,7 @@ def test_observer_payload_links_backward_nodes_to_their_forward_operators(tmp_pa
     payload = {}
     for line in pushes:
         if 'domain="opprof.torch"' in line:
-            payload.setdefault(line.split('"')[1], int(line.rsplit("payload=", 1)[1]))
+            payload.setdefault(line.split('"')[1], int(line.split(" payload=")[1].split()[0]))
     forward = payload["aten::addmm"]
     # The node's own range carries the link; the engine's evaluate_function range around it has none.
     backward = payload["AddmmBackward0"]
