@@ -26,6 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "contract/opprof_contract.h"
+
 namespace opprof::bench {
 namespace {
 
@@ -349,7 +351,7 @@ class ThreadSimulation {
       const auto it = module_instances_.try_emplace(path, module_instances_.size()).first;
       open(RangeCat::kPythonFunction, fmt::format("nn.Module: {}_{}", class_name, it->second));
     }
-    return open(RangeCat::kUserAnnotation, "nn.Module: " + path);
+    return open(RangeCat::kUserAnnotation, OPPROF_MODULE_RANGE_PREFIX + path);
   }
   void module_close(std::size_t index) {
     close(index);

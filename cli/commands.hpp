@@ -1,11 +1,30 @@
 #pragma once
+// The subcommands: each file in cli/ adds one to the app (its options live with it) and returns how to
+// run it once CLI11 has parsed the arguments.
 #include <CLI/CLI.hpp>
+
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace opprof::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  // Runs the parsed command; program holds the words after "--". Returns the exit code.
+  std::function<int(const std::vector<std::string>& program)> run;
+  bool takes_program = false;  // only `opprof profile` runs a program given after --
+};
+
+Command add_attribute_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
+Command add_profile_command(CLI::App& app);
+Command add_metrics_command(CLI::App& app);
+
 // Adds every subcommand to app.
 void register_commands(CLI::App& app);
 // Runs the subcommand CLI11 selected; program holds the words after "--". Returns the exit code.
 int run_selected(CLI::App& app, const std::vector<std::string>& program);
+
 }  // namespace opprof::cli

@@ -1,43 +1,31 @@
 // `opprof compare A.db B.db`: whether two profiles of one workload (two capture backends, say) attribute
 // their kernels alike (reads only the two databases).
-#include "cli/compare_command.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
+#include "cli/commands.hpp"
 #include "opprof/compare/compare_report.hpp"
 #include "opprof/compare/profile_compare.hpp"
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/util/error.hpp"
 
 namespace opprof::cli {
+namespace {
 
-void add_compare_command(CLI::App& app, CompareOptions& o) {
-  auto* cmd = app.add_subcommand("compare", "Compare the kernel attribution of two profile databases of one workload");
-  cmd->add_option("A", o.a, "Profile database A (the reference: agreement is weighted by its kernel times)")->required();
-  cmd->add_option("B", o.b, "Profile database B")->required();
-  cmd->add_flag("--json", o.json, "Print the comparison as JSON instead");
-  cmd->add_flag("--all-activity", o.all_activity, "Also align and compare memcpy and memset, not only kernels");
-  cmd->add_option("--top", o.top, "Disagreements to list (0: all)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option_function<double>(
-         "--min-agreement",
-         [&o](const double& pct) {
-           o.min_agreement = pct;
-           o.has_min_agreement = true;
-         },
-         "Exit 1 when operator agreement (percent of A's aligned kernel time) is below PCT")
-      ->option_text("PCT");
-  cmd->footer(
-      "Kernels are taken in start order and aligned by their normalized name (never by timestamps); each aligned\n"
-      "pair compares operator, top-level operator, module path and ncu row.\n"
-      "Exit status: 0 done, 1 operator agreement below --min-agreement, 2 bad input.");
-}
+struct CompareOptions {
+  std::string a, b;
+  bool json = false;
+  bool all_activity = false;
+  int top = 10;
+  bool has_min_agreement = false;
+  double min_agreement = 0;  // percent of A's aligned kernel time
+};
 
+// Prints the comparison; 1 when operator agreement is below --min-agreement, else 0.
 int run_compare(const CompareOptions& o) {
   if (o.has_min_agreement && !(o.min_agreement >= 0 && o.min_agreement <= 100))
     throw InputError("--min-agreement", fmt::format("{} is not a percentage from 0 to 100", o.min_agreement));
@@ -58,6 +46,34 @@ int run_compare(const CompareOptions& o) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+  auto options = std::make_shared<CompareOptions>();
+  CompareOptions& o = *options;
+  auto* cmd = app.add_subcommand("compare", "Compare the kernel attribution of two profile databases of one workload");
+  cmd->add_option("A", o.a, "Profile database A (the reference: agreement is weighted by its kernel times)")->required();
+  cmd->add_option("B", o.b, "Profile database B")->required();
+  cmd->add_flag("--json", o.json, "Print the comparison as JSON instead");
+  cmd->add_flag("--all-activity", o.all_activity, "Also align and compare memcpy and memset, not only kernels");
+  cmd->add_option("--top", o.top, "Disagreements to list (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option_function<double>(
+         "--min-agreement",
+         [&o](const double& pct) {
+           o.min_agreement = pct;
+           o.has_min_agreement = true;
+         },
+         "Exit 1 when operator agreement (percent of A's aligned kernel time) is below PCT")
+      ->option_text("PCT");
+  cmd->footer(
+      "Kernels are taken in start order and aligned by their normalized name (never by timestamps); each aligned\n"
+      "pair compares operator, top-level operator, module path and ncu row.\n"
+      "Exit status: 0 done, 1 operator agreement below --min-agreement, 2 bad input.");
+  return {cmd, [options](const std::vector<std::string>&) { return run_compare(*options); }};
 }
 
 }  // namespace opprof::cli

@@ -1,4 +1,4 @@
-// The opprof command line: subcommands are registered from cli/commands_*.cpp.
+// The opprof command line: each cli/*_command.cpp adds one subcommand (cli/commands.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

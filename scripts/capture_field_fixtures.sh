@@ -5,11 +5,13 @@
 #   scripts/capture_field_fixtures.sh timelines DEST   # builds opprof, then every timeline pass
 #   scripts/capture_field_fixtures.sh counters DEST    # every ncu pass (after `timelines`, same DEST)
 #   scripts/capture_field_fixtures.sh microkernels DEST  # only the microkernels, both passes
+#   scripts/capture_field_fixtures.sh tracer_train DEST  # builds opprof, then the train/ steps under the tracer
 #
 # field/<model>_<mode>: scripts/user_capture.py, timeline (torch.profiler) and ncu in two separate processes,
 #   each with its own fresh Inductor/Triton cache (nothing of opprof in either process).
 # train/<name>: examples/train_lm.py, one AdamW step, by plain torch.profiler(with_modules=True, with_stack=True)
-#   (torch_profiler.json) and by `opprof profile --backend torch --skip-ncu -- python examples/train_lm.py`.
+#   (torch_profiler.json) and by `opprof profile --backend torch --skip-ncu -- python examples/train_lm.py`;
+#   tracer_train adds train/<name>/tracer/ from `opprof profile --backend tracer --skip-ncu -- python ...`.
 # microkernels: `python -m opprof.capture` pass A, and pass B under ncu --set full plus opprof's default metrics.
 # Environment: PYTHON (python3), NCU (ncu on PATH, else /usr/local/cuda/bin/ncu), EXTRA_METRICS (a file of
 # metric names, one a line, that the microkernels' ncu pass collects besides data/metrics_default.tsv's).
@@ -62,6 +64,15 @@ ncu_pass() {  # ncu_pass OUTDIR METRICS [--set full] -- command...
   gzip -9 -n -f "$out/ncu.csv"
 }
 
+build_opprof() {
+  say "build"
+  cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
+    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$DEST/build.log" 2>&1 &&
+    cmake --build "$REPO/build-gpu" -j 16 >>"$DEST/build.log" 2>&1 || { say "build failed"; tail -30 "$DEST/build.log"; exit 1; }
+}
+
+TRAIN_SPECS=("gpt2_eager:--model gpt2" "gpt2_compiled:--model gpt2 --compile" "bert_amp:--model bert --amp bf16 --fused-adamw")
+
 micro_timeline() {
   local m="$DEST/microkernels"
   mkdir -p "$m"
@@ -79,10 +90,7 @@ micro_counters() {
 
 case "$STAGE" in
 timelines)
-  say "build"
-  cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
-    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$DEST/build.log" 2>&1 &&
-    cmake --build "$REPO/build-gpu" -j 16 >>"$DEST/build.log" 2>&1 || { say "build failed"; tail -30 "$DEST/build.log"; exit 1; }
+  build_opprof
   pids=()
   for spec in "${FIELD[@]}"; do
     model=${spec%%:*} mode=${spec#*:}
@@ -91,8 +99,7 @@ timelines)
     "$PYTHON" "$REPO/scripts/user_capture.py" --model "$model" --mode "$mode" --pass timeline --out "$d" >"$d/timeline.log" 2>&1 &
     pids+=($!)
   done
-  train_specs=("gpt2_eager:--model gpt2" "gpt2_compiled:--model gpt2 --compile" "bert_amp:--model bert --amp bf16 --fused-adamw")
-  for spec in "${train_specs[@]}"; do
+  for spec in "${TRAIN_SPECS[@]}"; do
     name=${spec%%:*} args=${spec#*:}
     d="$DEST/train/$name"
     mkdir -p "$d"
@@ -113,7 +120,7 @@ timelines)
     [[ -f "$d/trace.json" ]] && gzip -9 -n -f "$d/trace.json"
     say "field $(basename "$d"): $(ls "$d" | tr '\n' ' ')"
   done
-  for spec in "${train_specs[@]}"; do
+  for spec in "${TRAIN_SPECS[@]}"; do
     d="$DEST/train/${spec%%:*}"
     trim_inductor "$d/debug" "$d/inductor"
     rm -rf "$d/debug" "$d/cache"
@@ -140,6 +147,27 @@ microkernels)
   micro_timeline
   micro_counters
   ;;
-*) echo "stage must be timelines, counters or microkernels" >&2; exit 2 ;;
+tracer_train)
+  build_opprof
+  pids=()
+  for spec in "${TRAIN_SPECS[@]}"; do
+    name=${spec%%:*} args=${spec#*:}
+    d="$DEST/train/$name"
+    mkdir -p "$d"
+    # shellcheck disable=SC2086
+    "$REPO/build-gpu/opprof" profile --backend tracer --skip-ncu --clock-control none -o "$d/tracer" -- \
+      "$PYTHON" "$REPO/examples/train_lm.py" $args >"$d/tracer.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || say "a tracer job failed (pid $p)"; done
+  for spec in "${TRAIN_SPECS[@]}"; do
+    d="$DEST/train/${spec%%:*}/tracer"
+    rm -rf "$d/cache" "$d/inductor_counters"
+    [[ -d "$d/inductor" ]] && mv "$d/inductor" "$d/inductor_raw" && trim_inductor "$d/inductor_raw" "$d/inductor" &&
+      rm -rf "$d/inductor_raw"
+    say "tracer $(basename "$(dirname "$d")"): $(ls "$d" | tr '\n' ' ')"
+  done
+  ;;
+*) echo "stage must be timelines, counters, microkernels or tracer_train" >&2; exit 2 ;;
 esac
 say "done: $(du -sh "$DEST" | cut -f1)"

@@ -16,8 +16,8 @@ BUILD=${OPPROF_BUILD_DIR:-build-gpu}
 PY=${PYTHON:-python3}
 DEST=${OUT:-$(mktemp -d)}/overhead_gpt2
 mkdir -p "$DEST"
-TRACER=$BUILD/tracer/libopprof_tracer.so
-DUMP=$BUILD/tracer/opprof_trace_dump
+TRACER=$BUILD/agents/tracer/libopprof_tracer.so
+DUMP=$BUILD/agents/tracer/opprof_trace_dump
 for f in "$TRACER" "$DUMP"; do [[ -e "$f" ]] || { echo "overhead_gpt2: missing $f (build first)"; exit 2; }; done
 export TORCHINDUCTOR_CACHE_DIR=$DEST/cache/inductor TRITON_CACHE_DIR=$DEST/cache/triton
 export TORCHINDUCTOR_FX_GRAPH_CACHE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

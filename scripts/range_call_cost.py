@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-call cost of opprof's module and operator ranges, in loops (a micro-benchmark; GPU machine).
 
-  CUDA_INJECTION64_PATH=build-gpu/tracer/libopprof_tracer.so NVTX_INJECTION64_PATH=build-gpu/tracer/libopprof_tracer.so \\
+  CUDA_INJECTION64_PATH=build-gpu/agents/tracer/libopprof_tracer.so NVTX_INJECTION64_PATH=build-gpu/agents/tracer/libopprof_tracer.so \\
       OPPROF_TRACE_FILE=/tmp/cost.opprof OPPROF_TRACE_WINDOW=1 python3 scripts/range_call_cost.py
 
 With the tracer injected the loops run inside its window, so the ranges are recorded as in pass A. Printed, per

@@ -17,8 +17,8 @@ BUILD=${OPPROF_BUILD_DIR:-build-gpu}
 OUTDIR=${OUT:-$(mktemp -d)}
 WORK=$(mktemp -d)/tracer
 mkdir -p "$WORK" "$OUTDIR"
-TRACER=$(realpath "$BUILD/tracer/libopprof_tracer.so" 2>/dev/null)
-DUMP=$BUILD/tracer/opprof_trace_dump
+TRACER=$(realpath "$BUILD/agents/tracer/libopprof_tracer.so" 2>/dev/null)
+DUMP=$BUILD/agents/tracer/opprof_trace_dump
 EXAMPLE=$BUILD/examples/cuda_nvtx/cuda_nvtx_example
 PY=${PYTHON:-python3}
 

@@ -6,10 +6,11 @@ engine's ncu metric set (opprof.metricset). Importing this package does not impo
 capture driver can set TORCH_COMPILE_DEBUG and cache locations before torch reads them at import time.
 """
 
+from opprof import contract
+
 __version__ = "0.1.0"
 
-# The range text prefix the C++ engine matches on; part of the contract, do not change.
-MODULE_RANGE_PREFIX = "nn.Module: "
-
-# File name of the FX module map in a capture directory; part of the contract, do not change.
-FX_MODULES_FILENAME = "opprof_fx_modules.json"
+# The range text prefix the C++ engine matches on, and the FX module map's file name in a capture
+# directory (opprof.contract, defined in agents/contract/opprof_contract.h).
+MODULE_RANGE_PREFIX = contract.MODULE_RANGE_PREFIX
+FX_MODULES_FILENAME = contract.FX_MODULES_FILE

@@ -1,6 +1,6 @@
 """Module ranges without a Python frame per module call (CPython >= 3.12, the tracer backend's first choice).
 
-The opprof_call_ranges extension (``call_ranges/`` in the source tree) pushes an NVTX range when a watched
+The opprof_call_ranges extension (``agents/call_ranges/`` in the source tree) pushes an NVTX range when a watched
 function starts and pops it when it returns or unwinds, named by the object in the function's first parameter.
 Watching ``torch.nn.Module._call_impl`` with the range text of every module of the model gives the same
 "nn.Module: <path>" ranges as opprof.hooks.ModuleForwardRanges, without a wrapper frame and the re-packing of
@@ -8,8 +8,9 @@ Watching ``torch.nn.Module._call_impl`` with the range text of every module of t
 events of that one code object, PY_UNWIND (only offered globally) filtered in C.
 
 The extension is found through OPPROF_CALL_RANGES_DIR, else beside the injected tracer (NVTX_INJECTION64_PATH):
-``<dir>/../call_ranges/`` in a build tree, ``<dir>/`` in an install; its file name carries this interpreter's
-EXT_SUFFIX, so a copy built for another Python version is never loaded.
+``<dir>/../call_ranges/`` in a build tree (build/agents/call_ranges/ beside build/agents/tracer/), ``<dir>/`` in
+an install; its file name carries this interpreter's EXT_SUFFIX, so a copy built for another Python version is
+never loaded.
 
 Differences from ModuleForwardRanges: the range covers the module's hooks too (it is the whole call), and
 modules outside the root's tree get no range (the same limit). Under torch.compile the watched code does not
@@ -28,10 +29,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof import contract
 from opprof.files import beside_tracer, first_existing
 
-EXTENSION_NAME = "opprof_call_ranges"
-ENV_DIR = "OPPROF_CALL_RANGES_DIR"
+EXTENSION_NAME = contract.CALL_RANGES_EXTENSION
+ENV_DIR = contract.ENV_CALL_RANGES_DIR
 TOOL_NAME = "opprof call ranges"
 
 _lock = threading.Lock()

@@ -40,7 +40,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from opprof import FX_MODULES_FILENAME
+from opprof import FX_MODULES_FILENAME, contract
 from opprof.files import write_json_atomic
 from opprof.window import (
     KIND_NEVER_OPENED,
@@ -55,8 +55,8 @@ EXIT_USAGE = 2
 EXIT_NEVER_OPENED = 3
 
 CAPTURE_FORMAT_VERSION = 1
-TRACE_FILENAME = "trace.json"
-TRACER_TRACE_FILENAME = "trace.opprof"
+TRACE_FILENAME = contract.TORCH_TRACE_FILE
+TRACER_TRACE_FILENAME = contract.TRACER_TRACE_FILE
 
 _STARTED = time.perf_counter()
 
@@ -138,7 +138,7 @@ def configure_environment(args: argparse.Namespace, out: Path) -> dict[str, str]
     """Environment for Inductor's debug files and the shared caches; must run before torch is imported."""
     cache_dir = Path(args.cache_dir).resolve() if args.cache_dir else out / "cache"
     debug_dir = Path(args.inductor_debug_dir).resolve() if args.inductor_debug_dir else (
-        out / ("inductor" if args.pass_ == "timeline" else "inductor_counters"))
+        out / (contract.INDUCTOR_DIR if args.pass_ == "timeline" else "inductor_counters"))
     if args.pass_ == "timeline" and not args.keep_cache:
         if _is_inside(cache_dir, out):
             _clear_dir(cache_dir)
@@ -286,11 +286,13 @@ class Capture:
         self.torch: Any = None
         self.device = "cpu"
         self.phase = "setup"
-        self.record_path = out / ("capture.json" if args.pass_ == "timeline" else "capture_counters.json")
+        self.record_path = out / (contract.CAPTURE_RECORD_FILE if args.pass_ == "timeline"
+                                  else contract.COUNTERS_RECORD_FILE)
         # With the tracer the trace is the injected library's log, written where OPPROF_TRACE_FILE says.
         self.tracer = args.pass_ == "timeline" and args.backend == "tracer"
-        self.trace_path = Path(os.environ["OPPROF_TRACE_FILE"]).resolve() if self.tracer and os.environ.get(
-            "OPPROF_TRACE_FILE") else out / (TRACER_TRACE_FILENAME if self.tracer else TRACE_FILENAME)
+        tracer_file = os.environ.get(contract.ENV_TRACE_FILE) if self.tracer else None
+        self.trace_path = Path(tracer_file).resolve() if tracer_file else out / (
+            TRACER_TRACE_FILENAME if self.tracer else TRACE_FILENAME)
         self.record: dict[str, Any] = {
             "opprof_capture_version": CAPTURE_FORMAT_VERSION,
             "status": "running",
@@ -429,7 +431,7 @@ class Capture:
         self.record["tracer"] = {
             "library": os.environ["CUDA_INJECTION64_PATH"],
             "trace_file": str(self.trace_path),
-            "window_only": os.environ.get("OPPROF_TRACE_WINDOW", "0"),
+            "window_only": os.environ.get(contract.ENV_TRACE_WINDOW, "0"),
         }
 
     def teardown(self) -> None:
@@ -445,7 +447,7 @@ class Capture:
                                                 "roots": self.hooks.resolver.roots_seen}
         if self.fx_recorder is not None:
             self.fx_recorder.uninstall()
-            debug_dir = Path(os.environ.get("TORCH_COMPILE_DEBUG_DIR", self.out / "inductor"))
+            debug_dir = Path(os.environ.get("TORCH_COMPILE_DEBUG_DIR", self.out / contract.INDUCTOR_DIR))
             output_code = sorted(os.path.relpath(p, self.out) for p in debug_dir.rglob("output_code.py")) \
                 if debug_dir.is_dir() else []
             self.record["fx_map"] = {

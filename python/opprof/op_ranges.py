@@ -9,7 +9,7 @@ The opprof tracer sees PyTorch operators only as NVTX ranges. Two sources, the f
    stringstream for every operator, which on an eager GPT-2 step costs several times what the observer does.
 
 The library is found through OPPROF_TORCH_OBSERVER_LIB (``opprof profile`` sets it), else beside the
-injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree, ``<dir>/`` in an
+injected tracer (NVTX_INJECTION64_PATH): ``<dir>/../torch_observer/`` in a build tree (build/agents/), ``<dir>/`` in an
 install. It is loaded only into the torch version it was built for: RecordFunction's C++ ABI is not stable
 across releases, and a mismatch would crash rather than fail cleanly.
 """
@@ -22,14 +22,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from opprof import contract
 from opprof.files import beside_tracer, first_existing
 
-LIBRARY_NAME = "libopprof_torch_observer.so"
-ENV_LIBRARY = "OPPROF_TORCH_OBSERVER_LIB"
+LIBRARY_NAME = contract.TORCH_OBSERVER_LIBRARY
+ENV_LIBRARY = contract.ENV_TORCH_OBSERVER_LIB
 
-# The reader's contract (src/opprof/timeline/timeline.hpp): ranges of this domain are operators, except
-# those of category USER_SCOPE + 1, which are record_function ranges (modules, compiled regions, annotations).
-DOMAIN = "opprof.torch"
+# The reader takes ranges of this domain as operators, except those of category NVTX_CATEGORY_USER_SCOPE,
+# which are record_function ranges (modules, compiled regions, annotations).
+DOMAIN = contract.NVTX_DOMAIN_TORCH
 
 _lock = threading.Lock()
 _library: "ObserverLibrary | None" = None

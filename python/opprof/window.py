@@ -25,12 +25,14 @@ import sys
 import time
 from typing import Any, Callable
 
+from opprof import contract
+
 WINDOW_MODES = ("auto", "script", "whole")
 
-KIND_WORKLOAD = "workload"
-KIND_SCRIPT = "script"
-KIND_WHOLE_RUN = "whole_run"
-KIND_NEVER_OPENED = "never_opened"
+KIND_WORKLOAD = contract.WINDOW_KIND_WORKLOAD
+KIND_SCRIPT = contract.WINDOW_KIND_SCRIPT
+KIND_WHOLE_RUN = contract.WINDOW_KIND_WHOLE_RUN
+KIND_NEVER_OPENED = contract.WINDOW_KIND_NEVER_OPENED
 
 
 def _log(message: str) -> None:

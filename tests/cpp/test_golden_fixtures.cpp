@@ -5,48 +5,33 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "golden_checks.hpp"
-#include "opprof/attribute/engine.hpp"
-#include "opprof/ingest/inductor.hpp"
-#include "opprof/ingest/kineto.hpp"
-#include "opprof/ingest/ncu_csv.hpp"
-#include "opprof/match/ncu_match.hpp"
-#include "opprof/metrics/aggregate.hpp"
+#include "opprof/pipeline/attribute.hpp"
 
 using namespace opprof;
 
 namespace {
 
-struct Profiled {
-  Timeline tl;
-  AttributionTable attr;
-  NcuTable ncu;
-  NcuMatch match;
-  KernelMetrics km;
-  Aggregates agg;
-  Coverage cov;
-};
+// The pipeline as `opprof attribute` runs it, without writing the database.
+using Profiled = AttributeResult;
 
 Profiled run(const std::string& name, bool compiled) {
   const std::string dir = std::string(OPPROF_FIXTURES_DIR) + "/" + name;
-  Profiled p;
-  p.tl = read_kineto_trace(dir + "/trace.json.gz");
-  InductorArtifacts ind;
-  if (compiled) ind = read_inductor_artifacts(dir + "/inductor");
-  p.attr = attribute_timeline(p.tl, compiled ? &ind : nullptr, AttributionOptions{});
-  p.ncu = read_ncu_csv(dir + "/ncu.csv.gz");
-  p.match = match_ncu(p.tl, p.ncu);
-  p.km = collect_kernel_metrics(p.tl, p.ncu, p.match, default_metric_set().for_chip("gh100"));
-  p.agg = aggregate(p.tl, p.attr, p.km);
-  p.cov = compute_coverage(p.tl, p.attr, &p.match, p.ncu.rows());
+  AttributeRequest request;
+  request.trace = dir + "/trace.json.gz";
+  request.ncu = dir + "/ncu.csv.gz";
+  if (compiled) request.inductor = dir + "/inductor";
+  Profiled p = attribute_capture(request);
+  EXPECT_EQ(p.chip, "gh100");  // the H200 the fixture was captured on: the metric set for that chip
   return p;
 }
 
 void expect_exact_matching(const Profiled& p) {
-  opprof::testing::expect_ncu_matches_every_kernel(p.tl, p.ncu, p.match);
-  EXPECT_EQ(p.match.matched, p.cov.kernels);
-  EXPECT_TRUE(p.km.missing.empty());
+  opprof::testing::expect_ncu_matches_every_kernel(p.timeline(), *p.ncu, *p.match);
+  EXPECT_EQ(p.match->matched, p.coverage.kernels);
+  EXPECT_TRUE(p.kernel_metrics.missing.empty());
 }
 
 const GroupStats* find_group(const std::vector<GroupStats>& groups, const std::string& key) {
@@ -58,35 +43,35 @@ const GroupStats* find_group(const std::vector<GroupStats>& groups, const std::s
 
 TEST(GoldenGpt2Compiled, AttributesAllKernelTimeAndMatchesEveryNcuRow) {
   Profiled p = run("gpt2_compiled", /*compiled=*/true);
-  EXPECT_EQ(p.cov.kernels, 126u);
-  EXPECT_GE(p.cov.pct(p.cov.attributed_ns), 99.0);
-  EXPECT_GE(p.cov.pct(p.cov.module_attributed_ns), 95.0);
-  EXPECT_GT(p.cov.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
+  EXPECT_EQ(p.coverage.kernels, 126u);
+  EXPECT_GE(p.coverage.pct(p.coverage.attributed_ns), 99.0);
+  EXPECT_GE(p.coverage.pct(p.coverage.module_attributed_ns), 95.0);
+  EXPECT_GT(p.coverage.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
   expect_exact_matching(p);
-  EXPECT_EQ(p.cov.ncu_grid_block_disagreements, 0u);
+  EXPECT_EQ(p.coverage.ncu_grid_block_disagreements, 0u);
 }
 
 TEST(GoldenGpt2Compiled, FusedKernelsCarryTheirAtenOpsAndModules) {
   Profiled p = run("gpt2_compiled", true);
   std::size_t triton = 0;
-  for (std::size_t k = 0; k < p.tl.kernels.size(); ++k) {
-    std::string_view name = p.tl.str(p.tl.kernels.name[k]);
+  for (std::size_t k = 0; k < p.timeline().kernels.size(); ++k) {
+    std::string_view name = p.timeline().str(p.timeline().kernels.name[k]);
     if (name.substr(0, 7) != "triton_") continue;
     ++triton;
-    EXPECT_EQ(p.attr.path[k], AttributionPath::kFusion) << name;
-    EXPECT_NE(p.attr.fused_ops[k], kNoString) << name;
-    EXPECT_EQ(p.attr.module_source[k], ModuleSource::kFxProvenance) << name;
+    EXPECT_EQ(p.attribution.path[k], AttributionPath::kFusion) << name;
+    EXPECT_NE(p.attribution.fused_ops[k], kNoString) << name;
+    EXPECT_EQ(p.attribution.module_source[k], ModuleSource::kFxProvenance) << name;
   }
   EXPECT_EQ(triton, 41u);  // the Triton launches of this capture's step
   // Library GEMMs of the compiled graph get the module of the FX node their wrapper call came from.
-  const GroupStats* c_attn = find_group(p.agg.modules, "transformer.h.0.attn.c_attn");
+  const GroupStats* c_attn = find_group(p.aggregates.modules, "transformer.h.0.attn.c_attn");
   ASSERT_NE(c_attn, nullptr);
   EXPECT_GE(c_attn->kernels, 1u);
-  const GroupStats* lm_head = find_group(p.agg.modules, "lm_head");
+  const GroupStats* lm_head = find_group(p.aggregates.modules, "lm_head");
   ASSERT_NE(lm_head, nullptr);
   EXPECT_GT(lm_head->time_share, 0.1);  // the 50257-wide vocabulary projection dominates
   // The GELU of every layer fuses into one pointwise kernel, attributed to the MLP's activation.
-  const GroupStats* gelu = find_group(p.agg.operators, "triton_poi_fused_add_addmm_mul_pow_tanh_view_4");
+  const GroupStats* gelu = find_group(p.aggregates.operators, "triton_poi_fused_add_addmm_mul_pow_tanh_view_4");
   ASSERT_NE(gelu, nullptr);
   EXPECT_EQ(gelu->kernels, 12u);
   EXPECT_NE(gelu->fused_ops.find("aten.tanh"), std::string::npos);
@@ -95,34 +80,34 @@ TEST(GoldenGpt2Compiled, FusedKernelsCarryTheirAtenOpsAndModules) {
 
 TEST(GoldenGpt2Eager, AttributesOperatorsAndModulesAndMatchesEveryNcuRow) {
   Profiled p = run("gpt2_eager", /*compiled=*/false);
-  EXPECT_EQ(p.cov.kernels, 219u);
-  EXPECT_GE(p.cov.pct(p.cov.attributed_ns), 99.0);
-  EXPECT_GE(p.cov.pct(p.cov.module_attributed_ns), 95.0);
+  EXPECT_EQ(p.coverage.kernels, 219u);
+  EXPECT_GE(p.coverage.pct(p.coverage.attributed_ns), 99.0);
+  EXPECT_GE(p.coverage.pct(p.coverage.module_attributed_ns), 95.0);
   expect_exact_matching(p);
-  const GroupStats* mm = find_group(p.agg.operators, "aten::addmm");
+  const GroupStats* mm = find_group(p.aggregates.operators, "aten::addmm");
   ASSERT_NE(mm, nullptr);
   EXPECT_GT(mm->time_share, 0.2);
   EXPECT_EQ(mm->counted_time_ns, mm->time_ns);  // every addmm kernel has counters
   EXPECT_GT(mm->dram_bandwidth_gbps, 0);
   EXPECT_GT(mm->flops, 0);
-  ASSERT_NE(find_group(p.agg.modules, "transformer.h.11.mlp.c_fc"), nullptr);
+  ASSERT_NE(find_group(p.aggregates.modules, "transformer.h.11.mlp.c_fc"), nullptr);
 }
 
 TEST(GoldenLstm, CudnnRnnKernelsAreFlaggedOpaqueWithTheirShare) {
   Profiled p = run("lstm", /*compiled=*/false);
   expect_exact_matching(p);
-  EXPECT_GE(p.cov.pct(p.cov.opaque_ns), 85.0);
-  ASSERT_FALSE(p.cov.opaque_backends.empty());
-  EXPECT_EQ(p.cov.opaque_backends[0].first, "cuDNN RNN");
+  EXPECT_GE(p.coverage.pct(p.coverage.opaque_ns), 85.0);
+  ASSERT_FALSE(p.coverage.opaque_backends.empty());
+  EXPECT_EQ(p.coverage.opaque_backends[0].first, "cuDNN RNN");
   std::size_t rnn_kernels = 0;
-  for (std::size_t k = 0; k < p.tl.kernels.size(); ++k) {
-    if (p.attr.opaque[k]) {
+  for (std::size_t k = 0; k < p.timeline().kernels.size(); ++k) {
+    if (p.attribution.opaque[k]) {
       ++rnn_kernels;
-      EXPECT_EQ(p.tl.str(p.attr.op[k]).substr(0, 6), "aten::");
+      EXPECT_EQ(p.timeline().str(p.attribution.op[k]).substr(0, 6), "aten::");
     }
   }
   EXPECT_GT(rnn_kernels, 100u);
   // The Linear head after the LSTM is not part of the backend.
-  const GroupStats* head = find_group(p.agg.modules, "head");
+  const GroupStats* head = find_group(p.aggregates.modules, "head");
   ASSERT_NE(head, nullptr);
 }

@@ -1,9 +1,7 @@
 // The engine on real tracer logs from an H200 (tests/fixtures/tracer/README.md).
 #include <gtest/gtest.h>
 
-#include "opprof/attribute/engine.hpp"
-#include "opprof/ingest/timeline_source.hpp"
-#include "opprof/metrics/aggregate.hpp"
+#include "opprof/pipeline/attribute.hpp"
 
 using namespace opprof;
 
@@ -12,9 +10,12 @@ std::string fixture(const std::string& name) { return std::string(OPPROF_FIXTURE
 }  // namespace
 
 TEST(GoldenTracer, PlainCudaProgramKernelsAreAttributedToItsNvtxRanges) {
-  Timeline tl = read_timeline(fixture("cuda_nvtx_example.opprof"));
-  AttributionTable a = attribute_timeline(tl, nullptr, AttributionOptions{});
-  Coverage c = compute_coverage(tl, a, nullptr, 0);
+  AttributeRequest request;
+  request.trace = fixture("cuda_nvtx_example.opprof");
+  const AttributeResult r = attribute_capture(request);
+  const Timeline& tl = r.timeline();
+  const AttributionTable& a = r.attribution;
+  const Coverage& c = r.coverage;
   EXPECT_EQ(c.kernels, 16u);
   EXPECT_DOUBLE_EQ(c.pct(c.attributed_ns), 100.0);
   std::size_t matmul = 0, replayed = 0;
@@ -31,8 +32,11 @@ TEST(GoldenTracer, PlainCudaProgramKernelsAreAttributedToItsNvtxRanges) {
 }
 
 TEST(GoldenTracer, CudaGraphReplaysLeadBackToTheirCaptureRanges) {
-  Timeline tl = read_timeline(fixture("gpt2_reduce_overhead.opprof"));
-  AttributionTable a = attribute_timeline(tl, nullptr, AttributionOptions{});
+  AttributeRequest request;
+  request.trace = fixture("gpt2_reduce_overhead.opprof");
+  const AttributeResult r = attribute_capture(request);
+  const Timeline& tl = r.timeline();
+  const AttributionTable& a = r.attribution;
   std::size_t replayed = 0, placed = 0;
   for (std::size_t k = 0; k < tl.kernels.size(); ++k) {
     if (tl.kernels.kind[k] != ActivityKind::kKernel || tl.kernels.graph_id[k] == kNoGraph) continue;

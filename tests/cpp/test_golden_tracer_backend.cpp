@@ -12,13 +12,8 @@
 #include <utility>
 
 #include "golden_checks.hpp"
-#include "opprof/attribute/engine.hpp"
 #include "opprof/compare/profile_compare.hpp"
-#include "opprof/ingest/inductor.hpp"
-#include "opprof/ingest/ncu_csv.hpp"
-#include "opprof/ingest/timeline_source.hpp"
-#include "opprof/match/ncu_match.hpp"
-#include "opprof/metrics/aggregate.hpp"
+#include "opprof/pipeline/attribute.hpp"
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/timeline/timeline.hpp"
 #include "opprof/util/text.hpp"
@@ -31,20 +26,13 @@ namespace {
 std::string fixture(const std::string& path) { return std::string(OPPROF_FIXTURES_DIR) + "/" + path; }
 std::string dir(const std::string& capture) { return fixture("gpt2_tracer/" + capture); }
 
-struct Attributed {
-  Timeline tl;
-  AttributionTable attr;
-  Coverage cov;
-};
-
-Attributed attribute(const std::string& trace, const std::string& inductor_dir) {
-  Attributed p;
-  p.tl = read_timeline(trace);
-  InductorArtifacts ind;
-  if (!inductor_dir.empty()) ind = read_inductor_artifacts(inductor_dir);
-  p.attr = attribute_timeline(p.tl, inductor_dir.empty() ? nullptr : &ind, AttributionOptions{});
-  p.cov = compute_coverage(p.tl, p.attr, nullptr, 0);
-  return p;
+// A capture through the pipeline as `opprof attribute` runs it, without writing the database.
+AttributeResult attribute(const std::string& trace, const std::string& inductor_dir, const std::string& ncu_csv) {
+  AttributeRequest request;
+  request.trace = trace;
+  request.inductor = inductor_dir;
+  request.ncu = ncu_csv;
+  return attribute_capture(request);
 }
 
 // The two captures in one directory (torch_trace.json.gz, trace.opprof) attributed by the CLI and compared as
@@ -83,10 +71,10 @@ void expect_same_attribution(const ProfileComparison& c, std::size_t kernels) {
   EXPECT_EQ(c.top_op.pairs, kernels) << differing;
 }
 
-void expect_every_ncu_row_matched(const Timeline& tl, const std::string& ncu_csv, std::size_t kernels) {
-  const NcuTable ncu = read_ncu_csv(ncu_csv);
-  EXPECT_EQ(ncu.rows(), kernels);
-  opprof::testing::expect_ncu_matches_every_kernel(tl, ncu, match_ncu(tl, ncu));
+void expect_every_ncu_row_matched(const AttributeResult& p, std::size_t kernels) {
+  ASSERT_TRUE(p.ncu && p.match);
+  EXPECT_EQ(p.ncu->rows(), kernels);
+  opprof::testing::expect_ncu_matches_every_kernel(p.timeline(), *p.ncu, *p.match);
 }
 
 // The tracer defers the observer's operator ranges: each one it wrote has a launch inside it, on its thread.
@@ -108,51 +96,51 @@ std::size_t expect_operator_ranges_enclose_launches(const Timeline& tl) {
 }  // namespace
 
 TEST(GoldenTracerBackend, EagerGpt2AgreesWithTorchProfilerKernelByKernel) {
-  const Attributed tracer = attribute(dir("e/trace.opprof"), "");
-  EXPECT_EQ(tracer.tl.metadata.at("source"), "opprof-tracer");
-  EXPECT_EQ(tracer.cov.kernels, 219u);
-  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
-  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.module_attributed_ns), 100.0);
+  const AttributeResult tracer = attribute(dir("e/trace.opprof"), "", dir("e/ncu.csv.gz"));
+  EXPECT_EQ(tracer.timeline().metadata.at("source"), "opprof-tracer");
+  EXPECT_EQ(tracer.coverage.kernels, 219u);
+  EXPECT_DOUBLE_EQ(tracer.coverage.pct(tracer.coverage.attributed_ns), 100.0);
+  EXPECT_DOUBLE_EQ(tracer.coverage.pct(tracer.coverage.module_attributed_ns), 100.0);
   expect_same_attribution(compare_backends("e", /*compiled=*/false), 219);
-  expect_every_ncu_row_matched(tracer.tl, dir("e/ncu.csv.gz"), 219);
+  expect_every_ncu_row_matched(tracer, 219);
   // About 1,550 operator calls per step, of which only those around the 219 launches were written.
-  const std::size_t operators = expect_operator_ranges_enclose_launches(tracer.tl);
+  const std::size_t operators = expect_operator_ranges_enclose_launches(tracer.timeline());
   EXPECT_GT(operators, 219u);
   EXPECT_LT(operators, 600u);
 }
 
 TEST(GoldenTracerBackend, CompiledGpt2AgreesWithTorchProfilerKernelByKernel) {
-  const Attributed tracer = attribute(dir("c/trace.opprof"), dir("c/inductor"));
-  EXPECT_EQ(tracer.cov.kernels, 126u);
-  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
-  EXPECT_GE(tracer.cov.pct(tracer.cov.module_attributed_ns), 99.0);
+  const AttributeResult tracer = attribute(dir("c/trace.opprof"), dir("c/inductor"), dir("c/ncu.csv.gz"));
+  EXPECT_EQ(tracer.coverage.kernels, 126u);
+  EXPECT_DOUBLE_EQ(tracer.coverage.pct(tracer.coverage.attributed_ns), 100.0);
+  EXPECT_GE(tracer.coverage.pct(tracer.coverage.module_attributed_ns), 99.0);
   // Dynamo's region reaches the reader as a region, not an operator, so fusion lines its launches up.
-  EXPECT_GT(tracer.cov.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
-  EXPECT_GT(expect_operator_ranges_enclose_launches(tracer.tl), 0u);
+  EXPECT_GT(tracer.coverage.by_path_ns[static_cast<int>(AttributionPath::kFusion)], 0);
+  EXPECT_GT(expect_operator_ranges_enclose_launches(tracer.timeline()), 0u);
   expect_same_attribution(compare_backends("c", /*compiled=*/true), 126);
-  expect_every_ncu_row_matched(tracer.tl, dir("c/ncu.csv.gz"), 126);
+  expect_every_ncu_row_matched(tracer, 126);
 }
 
 TEST(GoldenTracerBackend, CudaGraphReplaysReachTheirOperatorsThroughTheWrapperCalls) {
-  const Attributed tracer = attribute(dir("ro/trace.opprof"), dir("ro/inductor"));
+  const AttributeResult tracer = attribute(dir("ro/trace.opprof"), dir("ro/inductor"), "");
   std::size_t replayed = 0;
   std::int64_t replayed_ns = 0, named_ns = 0;
-  for (std::size_t k = 0; k < tracer.tl.kernels.size(); ++k) {
-    if (tracer.tl.kernels.kind[k] != ActivityKind::kKernel || tracer.tl.kernels.graph_id[k] == kNoGraph) continue;
+  for (std::size_t k = 0; k < tracer.timeline().kernels.size(); ++k) {
+    if (tracer.timeline().kernels.kind[k] != ActivityKind::kKernel || tracer.timeline().kernels.graph_id[k] == kNoGraph) continue;
     ++replayed;
-    const std::int64_t d = tracer.tl.kernels.end_ns[k] - tracer.tl.kernels.start_ns[k];
+    const std::int64_t d = tracer.timeline().kernels.end_ns[k] - tracer.timeline().kernels.start_ns[k];
     replayed_ns += d;
-    const std::string op(tracer.tl.str(tracer.attr.op[k]));
+    const std::string op(tracer.timeline().str(tracer.attribution.op[k]));
     // An operator: an ATen op for library kernels, the generated kernel's own name for Triton kernels;
     // never the compiled region that merely encloses the graph.
     const bool named = starts_with(op, "aten::") || starts_with(op, "triton_");
     named_ns += named ? d : 0;
-    EXPECT_TRUE(named) << tracer.tl.str(tracer.tl.kernels.name[k]) << " -> " << op;
-    EXPECT_NE(tracer.attr.module[k], kNoString) << tracer.tl.str(tracer.tl.kernels.name[k]);
+    EXPECT_TRUE(named) << tracer.timeline().str(tracer.timeline().kernels.name[k]) << " -> " << op;
+    EXPECT_NE(tracer.attribution.module[k], kNoString) << tracer.timeline().str(tracer.timeline().kernels.name[k]);
   }
   EXPECT_EQ(replayed, 126u);
   EXPECT_EQ(named_ns, replayed_ns);
-  EXPECT_GE(tracer.cov.pct(tracer.cov.module_attributed_ns), 99.0);
+  EXPECT_GE(tracer.coverage.pct(tracer.coverage.module_attributed_ns), 99.0);
 
   // torch.profiler sees each replay as one graph launch; the same wrapper-call alignment gives its kernels
   // the same operators and modules.
@@ -166,22 +154,22 @@ TEST(GoldenTracerBackend, CudaGraphReplaysReachTheirOperatorsThroughTheWrapperCa
 // and gets the operator and module torch.profiler's timeline gives it.
 TEST(GoldenTracerBackend, CompiledTrainingStepAgreesWithTorchProfilerKernelByKernel) {
   const std::string capture = fixture("mlp_train_compiled");
-  const Attributed tracer = attribute(capture + "/trace.opprof", capture + "/inductor");
-  EXPECT_EQ(tracer.cov.kernels, 38u);
-  EXPECT_DOUBLE_EQ(tracer.cov.pct(tracer.cov.attributed_ns), 100.0);
+  const AttributeResult tracer = attribute(capture + "/trace.opprof", capture + "/inductor", capture + "/ncu.csv.gz");
+  EXPECT_EQ(tracer.coverage.kernels, 38u);
+  EXPECT_DOUBLE_EQ(tracer.coverage.pct(tracer.coverage.attributed_ns), 100.0);
   // Each Triton kernel lined up with its wrapper call, which names its operator (not the enclosing
   // CompiledFunction): 3 in the forward graph, 10 in the backward graph.
   std::size_t generated = 0, backward = 0;
-  for (std::size_t i = 0; i < tracer.tl.kernels.size(); ++i) {
-    const std::string_view name = tracer.tl.str(tracer.tl.kernels.name[i]);
+  for (std::size_t i = 0; i < tracer.timeline().kernels.size(); ++i) {
+    const std::string_view name = tracer.timeline().str(tracer.timeline().kernels.name[i]);
     if (!starts_with(name, "triton_")) continue;
     ++generated;
-    EXPECT_EQ(tracer.attr.path[i], AttributionPath::kFusion) << name;
-    EXPECT_EQ(tracer.tl.str(tracer.attr.op[i]), name);
-    backward += starts_with(tracer.tl.str(tracer.attr.top_op[i]), "autograd::engine::evaluate_function: ") ? 1 : 0;
+    EXPECT_EQ(tracer.attribution.path[i], AttributionPath::kFusion) << name;
+    EXPECT_EQ(tracer.timeline().str(tracer.attribution.op[i]), name);
+    backward += starts_with(tracer.timeline().str(tracer.attribution.top_op[i]), "autograd::engine::evaluate_function: ") ? 1 : 0;
   }
   EXPECT_EQ(generated, 13u);
   EXPECT_EQ(backward, 10u);
   expect_same_attribution(compare_backends_in(capture, /*compiled=*/true), 38);
-  expect_every_ncu_row_matched(tracer.tl, capture + "/ncu.csv.gz", 38);
+  expect_every_ncu_row_matched(tracer, 38);
 }

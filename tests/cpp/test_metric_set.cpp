@@ -11,7 +11,7 @@ TEST(MetricSet, DefaultSetIsValidAgainstTheGh100Catalog) {
   MetricCatalog cat = builtin_metric_catalog("gh100");
   ASSERT_GT(cat.entries.size(), 3000u);
   auto problems = validate_metric_names(set, cat);
-  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_TRUE(problems.empty()) << problems.front().to_string();
 }
 
 TEST(MetricSet, DefaultSetCoversEveryBottleneckAxis) {
@@ -33,10 +33,17 @@ TEST(MetricSet, ValidationRejectsUnknownNamesAndBadSuffixes) {
       "user.tsv");
   auto problems = validate_metric_names(set, builtin_metric_catalog("gh100"));
   ASSERT_EQ(problems.size(), 3u);
-  EXPECT_NE(problems[0].find("user.tsv:1: sm__pipe_tensor_op_gmma_cycles_active"), std::string::npos);
-  EXPECT_NE(problems[0].find("unknown metric"), std::string::npos);
-  EXPECT_NE(problems[1].find("Ratio"), std::string::npos);
-  EXPECT_NE(problems[2].find("user.tsv:3:"), std::string::npos);
+  EXPECT_NE(problems[0].to_string().find("user.tsv:1: sm__pipe_tensor_op_gmma_cycles_active"), std::string::npos);
+  EXPECT_NE(problems[0].to_string().find("unknown metric"), std::string::npos);
+  EXPECT_NE(problems[1].to_string().find("Ratio"), std::string::npos);
+  EXPECT_NE(problems[2].to_string().find("user.tsv:3:"), std::string::npos);
+  // The same problems as fields, for callers that point at the line.
+  EXPECT_EQ(problems[0].source, "user.tsv");
+  EXPECT_EQ(problems[0].line, 1u);
+  EXPECT_EQ(problems[0].metric, "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active");
+  EXPECT_EQ(problems[0].message, "unknown metric for gh100 (not in its ncu catalog)");
+  EXPECT_EQ(problems[1].line, 2u);
+  EXPECT_EQ(problems[2].metric, "dram__bytes_read.sum.bogus");
 }
 
 TEST(MetricSet, ChipRowsReplaceTheirStarMetric) {

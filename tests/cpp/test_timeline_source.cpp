@@ -11,7 +11,7 @@
 #include <string>
 
 #include "opprof/ingest/timeline_source.hpp"
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/format.hpp"
 #include "opprof/util/error.hpp"
 
 namespace opprof {

@@ -8,10 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/tracer_log.hpp"
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/decoder.hpp"
+#include "tracer_log/format.hpp"
 #include "opprof/util/error.hpp"
 
 namespace opprof {
@@ -236,6 +239,91 @@ TEST(TracerLog, RejectsBadMagicNewerMajorAndCorruptRecords) {
   TempLog header_only(LogBuilder(1).bytes().substr(0, 20));
   EXPECT_THROW(read_tracer_log(header_only.path()), InputError);
   EXPECT_THROW(read_tracer_log("/nonexistent/opprof.bin"), InputError);
+}
+
+// A string id is an index into the reader's table: one no log of its size can hold is corruption, not a
+// table of 2^32 entries (0xFFFFFFFF used to wrap id + 1 to 0 and write out of bounds; 0x20000000 asked for GBs).
+TEST(TracerLog, RejectsStringIdsTheLogCannotHold) {
+  for (const std::uint32_t id : {0xFFFFFFFFu, 0x20000000u, 1000u}) {
+    LogBuilder b(1);
+    b.string(1, "_Z1kv");
+    const std::size_t at = b.bytes().size();
+    b.string(id, "x");
+    b.add(RecordType::kKernel, kernel(1, 10, 20, 1));
+    TempLog log(b.bytes());
+    try {
+      read_tracer_log(log.path());
+      FAIL() << "string id " << id << " accepted in a log of " << b.bytes().size() << " bytes";
+    } catch (const InputError& e) {
+      EXPECT_TRUE(e.position().known);
+      EXPECT_EQ(e.position().byte_offset, at) << id;
+      EXPECT_NE(std::string(e.what()).find("id " + std::to_string(id)), std::string::npos) << e.what();
+    }
+  }
+  // Dense ids, as the tracer writes them, are read.
+  LogBuilder b(1);
+  b.string(1, "_Z1kv");
+  b.string(2, "_Z1jv");
+  b.add(RecordType::kKernel, kernel(2, 10, 20, 1));
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+  ASSERT_EQ(tl.kernels.size(), 1u);
+  EXPECT_EQ(tl.str(tl.kernels.mangled[0]), "_Z1jv");
+}
+
+// The decoder itself, as opprof_trace_dump sees it: typed records in order, their offsets, a cut tail.
+TEST(TracerLogDecoder, HandsOutTypedRecordsAndStopsBeforeACutOne) {
+  LogBuilder b(9);
+  b.string(1, "_Z1kv");
+  const std::size_t kernel_at = b.bytes().size();
+  b.add(RecordType::kKernel, kernel(1, 10, 20, 4));
+  GraphNodeRecord g{};
+  g.node_id = 77;
+  g.depth = 2;
+  const StackEntry stack[2] = {{1, 0}, {1, 0}};
+  b.add(RecordType::kGraphNode, g, stack, sizeof stack);
+  b.add(RecordType::kWindowStop, WindowRecord{30, 3, 5, 0});
+  b.raw(999, "abc");
+  const std::size_t complete = b.bytes().size();
+  b.add(RecordType::kKernel, kernel(1, 50, 60, 5));
+  const std::string cut = b.bytes().substr(0, b.bytes().size() - 4);
+
+  RecordDecoder decoder(cut);
+  EXPECT_EQ(decoder.header().pid, 9u);
+  std::vector<Record> records;
+  Record r;
+  while (decoder.next(&r)) records.push_back(r);
+  ASSERT_EQ(records.size(), 5u);
+  ASSERT_TRUE(std::holds_alternative<StringEntry>(records[0].value));
+  EXPECT_EQ(std::get<StringEntry>(records[0].value).text, "_Z1kv");
+  ASSERT_TRUE(std::holds_alternative<KernelRecord>(records[1].value));
+  EXPECT_EQ(records[1].offset, kernel_at);
+  EXPECT_EQ(std::get<KernelRecord>(records[1].value).correlation_id, 4u);
+  ASSERT_TRUE(std::holds_alternative<GraphNode>(records[2].value));
+  EXPECT_EQ(std::get<GraphNode>(records[2].value).fixed.node_id, 77u);
+  EXPECT_EQ(std::get<GraphNode>(records[2].value).stack.size(), 2u);
+  EXPECT_EQ(records[3].type, static_cast<std::uint16_t>(RecordType::kWindowStop));
+  ASSERT_TRUE(std::holds_alternative<WindowStop>(records[3].value));
+  EXPECT_EQ(std::get<WindowStop>(records[3].value).fixed.correlation_id, 5u);
+  EXPECT_STREQ(record_type_name(records[3].type), "window_stop");
+  EXPECT_TRUE(std::holds_alternative<UnknownRecord>(records[4].value));
+  EXPECT_STREQ(record_type_name(records[4].type), "unknown");
+  EXPECT_TRUE(decoder.truncated());
+  EXPECT_EQ(decoder.truncated_at(), complete);
+
+  // A graph node claiming more stack than its payload carries is corrupt, at its offset.
+  LogBuilder deep(1);
+  const std::size_t deep_at = deep.bytes().size();
+  g.depth = 3;
+  deep.add(RecordType::kGraphNode, g, stack, sizeof stack);
+  RecordDecoder corrupt(deep.bytes());
+  try {
+    corrupt.next(&r);
+    FAIL() << "stack deeper than its payload accepted";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.offset(), deep_at);
+    EXPECT_NE(std::string(e.what()).find("stack depth 3"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TracerLog, SkipsUnknownRecordTypesAndLongerPayloads) {

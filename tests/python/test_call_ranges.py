@@ -1,7 +1,7 @@
 """Module ranges through sys.monitoring (opprof.call_ranges and the opprof_call_ranges extension).
 
-The extension needs CPython >= 3.12. The build compiles it for the workload's Python (build/call_ranges/) and,
-where that one is older, for another 3.12+ interpreter on the machine (build/call_ranges/test/); each holds
+The extension needs CPython >= 3.12. The build compiles it for the workload's Python (build/agents/call_ranges/) and,
+where that one is older, for another 3.12+ interpreter on the machine (build/agents/call_ranges/test/); each holds
 interpreter.txt. The end-to-end tests run a small program with that interpreter under the tracer's NVTX
 injection (no torch needed: the watched function is a stand-in for Module._call_impl) and read the tracer's
 log with opprof_trace_dump. The loader's choices are tested in this interpreter."""
@@ -17,8 +17,8 @@ from conftest import PYTHON_DIR, REPO
 from opprof import call_ranges
 
 BUILD = REPO / "build"
-TRACER = BUILD / "tracer" / "libopprof_tracer.so"
-DUMP = BUILD / "tracer" / "opprof_trace_dump"
+TRACER = BUILD / "agents" / "tracer" / "libopprof_tracer.so"
+DUMP = BUILD / "agents" / "tracer" / "opprof_trace_dump"
 
 
 @pytest.fixture
@@ -32,9 +32,9 @@ def fresh_loader(monkeypatch):
 def test_candidate_paths_follow_the_explicit_directory_else_the_tracer(tmp_path):
     name = call_ranges.extension_filename()
     assert name.startswith("opprof_call_ranges") and name.endswith(".so")
-    tracer = tmp_path / "build" / "tracer" / "libopprof_tracer.so"
+    tracer = tmp_path / "build" / "agents" / "tracer" / "libopprof_tracer.so"
     assert call_ranges.candidate_paths({"NVTX_INJECTION64_PATH": str(tracer)}) == [
-        tmp_path / "build" / "call_ranges" / name, tmp_path / "build" / "tracer" / name]
+        tmp_path / "build" / "agents" / "call_ranges" / name, tmp_path / "build" / "agents" / "tracer" / name]
     explicit = {call_ranges.ENV_DIR: "/somewhere", "NVTX_INJECTION64_PATH": str(tracer)}
     assert call_ranges.candidate_paths(explicit) == [call_ranges.Path("/somewhere") / name]
     assert call_ranges.candidate_paths({}) == []
@@ -65,9 +65,9 @@ def test_module_ranges_fall_back_to_forward_wrappers_without_the_extension(fresh
 # -- the extension itself, in a CPython >= 3.12 ---------------------------------------------------------------
 
 def _extension_builds():
-    """(interpreter, directory) for each build of the extension under build/call_ranges/."""
+    """(interpreter, directory) for each build of the extension under build/agents/call_ranges/."""
     found = []
-    for directory in (BUILD / "call_ranges", BUILD / "call_ranges" / "test"):
+    for directory in (BUILD / "agents" / "call_ranges", BUILD / "agents" / "call_ranges" / "test"):
         marker = directory / "interpreter.txt"
         if marker.is_file() and list(directory.glob("opprof_call_ranges*.so")):
             found.append((marker.read_text().strip(), directory))

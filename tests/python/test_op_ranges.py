@@ -17,9 +17,9 @@ from opprof import op_ranges
 from opprof.hooks import ModuleForwardRanges
 
 BUILD = REPO / "build"
-TRACER = BUILD / "tracer" / "libopprof_tracer.so"
-OBSERVER = BUILD / "torch_observer" / op_ranges.LIBRARY_NAME
-DUMP = BUILD / "tracer" / "opprof_trace_dump"
+TRACER = BUILD / "agents" / "tracer" / "libopprof_tracer.so"
+OBSERVER = BUILD / "agents" / "torch_observer" / op_ranges.LIBRARY_NAME
+DUMP = BUILD / "agents" / "tracer" / "opprof_trace_dump"
 
 
 class Inner(nn.Module):
@@ -115,10 +115,10 @@ def test_operator_ranges_fall_back_to_emit_nvtx_and_say_why(monkeypatch):
 
 
 def test_candidate_paths_follow_the_injected_tracer(tmp_path):
-    tracer = tmp_path / "build" / "tracer" / "libopprof_tracer.so"
+    tracer = tmp_path / "build" / "agents" / "tracer" / "libopprof_tracer.so"
     paths = op_ranges.candidate_paths({"NVTX_INJECTION64_PATH": str(tracer)})
-    assert paths[0] == tmp_path / "build" / "torch_observer" / op_ranges.LIBRARY_NAME
-    assert paths[1] == tmp_path / "build" / "tracer" / op_ranges.LIBRARY_NAME
+    assert paths[0] == tmp_path / "build" / "agents" / "torch_observer" / op_ranges.LIBRARY_NAME
+    assert paths[1] == tmp_path / "build" / "agents" / "tracer" / op_ranges.LIBRARY_NAME
     assert op_ranges.candidate_paths({op_ranges.ENV_LIBRARY: "/x.so", "NVTX_INJECTION64_PATH": str(tracer)}) == [
         op_ranges.Path("/x.so")]
 

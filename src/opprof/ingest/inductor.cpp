@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "contract/opprof_contract.h"
 #include "opprof/ingest/python_lines.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -24,7 +25,7 @@ constexpr std::string_view kOutputCodeFile = "output_code.py";
 constexpr std::string_view kProvenanceFile = "inductor_provenance_tracking_node_mappings.json";
 constexpr std::string_view kFxTransformedFile = "fx_graph_transformed.py";
 constexpr std::string_view kFxReadableFile = "fx_graph_readable.py";
-constexpr std::string_view kModuleMapFile = "opprof_fx_modules.json";
+constexpr std::string_view kModuleMapFile = OPPROF_FX_MODULES_FILE;
 // Inductor's own log, captured into the graph directory when config.trace.debug_log / info_log are on.
 constexpr std::string_view kInductorLogFiles[] = {"debug.log", "info.log"};
 

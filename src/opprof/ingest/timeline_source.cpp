@@ -6,7 +6,7 @@
 
 #include "opprof/ingest/nsys_sqlite.hpp"
 #include "opprof/ingest/tracer_log.hpp"
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/format.hpp"
 #include "opprof/util/error.hpp"
 
 namespace opprof {

@@ -13,9 +13,10 @@
 #include <cstring>
 #include <limits>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "tracer_log/decoder.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
@@ -31,8 +32,6 @@ RangeKind classify_nvtx_range(std::string_view text, std::string_view domain, st
   // Dynamo opens its region with a RecordFunction of the function scope (_RecordFunctionFast): a region
   // by its text, whatever the observer's category says.
   if (starts_with(text, kCompiledRegionPrefix)) return RangeKind::kCompiledRegion;
-  static_assert(kTorchObserverDomain == tracelog::kDeferredRangeDomain,
-                "the tracer defers exactly the observer's operator ranges");
   const bool observer = category >= 0 && domain == kTorchObserverDomain;
   if (observer && category != kTorchUserScopeCategory) return RangeKind::kOperator;
   // torch/csrc/profiler/util.cpp getNvtxStr: name, then ", seq = N", ", op_id = N", ", sizes = [...]",
@@ -156,180 +155,105 @@ InputPosition at_byte(std::size_t offset) {
   return p;
 }
 
-// Reads the fixed part of a payload; a payload shorter than the fixed part this version knows is corrupt.
-template <typename T>
-T fixed_part(const std::string& path, const char* payload, std::uint32_t size, std::size_t offset) {
-  if (size < sizeof(T))
-    throw InputError(path,
-                     fmt::format("corrupt record: payload of {} bytes, shorter than the {} bytes of its type", size,
-                                 sizeof(T)),
-                     at_byte(offset));
-  T v;
-  std::memcpy(&v, payload, sizeof v);
-  return v;
+// Collects what the decoded records say; the decoder has checked every size.
+void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
+  std::visit(
+      Visitor{
+          [&](const StringEntry& s) {
+            if (s.id >= p.strings.size())
+              p.strings.resize(std::min<std::size_t>(std::max<std::size_t>(s.id + std::size_t{1}, p.strings.size() * 2),
+                                                     decoder.max_string_id() + 1));
+            p.strings[s.id] = s.text;
+          },
+          [&](const KernelRecord& k) {
+            p.kernels.push_back(k);
+            p.saw(k.start_ns);
+            p.saw(k.end_ns);
+          },
+          [&](const MemcpyRecord& m) {
+            p.memcpys.push_back(m);
+            p.saw(m.end_ns);
+          },
+          [&](const MemsetRecord& m) {
+            p.memsets.push_back(m);
+            p.saw(m.end_ns);
+          },
+          [&](const ApiCallRecord& a) {
+            p.api_calls.push_back(a);
+            p.saw(a.start_ns);
+            p.saw(a.end_ns);
+          },
+          [&](const ApiNameRecord& a) { p.api_names[(std::uint64_t{a.domain} << 32) | a.cbid] = a.name_sid; },
+          [&](const NvtxPushRecord& e) {
+            p.nvtx.push_back(
+                NvtxEvent{NvtxEvent::kPush, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, e.category, e.payload});
+            p.saw(e.ts_ns);
+          },
+          [&](const NvtxPopRecord& e) {
+            p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, e.ts_ns, e.tid, 0, 0, e.domain_sid, 0});
+            p.saw(e.ts_ns);
+          },
+          [&](const NvtxStartRecord& e) {
+            p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, e.ts_ns, e.tid, e.range_id, e.text_sid, e.domain_sid, e.category});
+            p.saw(e.ts_ns);
+          },
+          [&](const NvtxEndRecord& e) {
+            p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, e.ts_ns, e.tid, e.range_id, 0, 0, 0});
+            p.saw(e.ts_ns);
+          },
+          [&](const NvtxMarkRecord&) { ++p.marks; },
+          [&](const WindowStart& w) {
+            p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, true});
+            p.saw(w.fixed.ts_ns);
+          },
+          [&](const WindowStop& w) {
+            p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, false});
+            p.saw(w.fixed.ts_ns);
+          },
+          [&](GraphNode& g) {
+            auto [it, inserted] = p.node_stacks.try_emplace(g.fixed.node_id, std::move(g.stack));  // moves only when inserted
+            if (!inserted && it->second.empty() && !g.stack.empty()) it->second = std::move(g.stack);
+          },
+          [&](const GraphNodeCloneRecord& c) {
+            if (c.node_id != c.original_node_id) p.clone_of[c.node_id] = c.original_node_id;
+            if (c.graph_id != 0 && c.original_graph_id != 0 && c.graph_id != c.original_graph_id)
+              p.graph_clone_of[c.graph_id] = c.original_graph_id;
+          },
+          [&](const GraphExecRecord& e) {
+            if (e.exec_id != 0 && e.graph_id != 0) p.exec_graph[e.exec_id] = e.graph_id;
+          },
+          [&](CaptureLaunch& c) {
+            if (c.fixed.node_id != 0 && !c.stack.empty()) p.node_stacks[c.fixed.node_id] = c.stack;
+            p.capture_launches.push_back(
+                Parsed::CaptureLaunch{c.fixed.capture_id, c.fixed.ts_ns, c.fixed.graph_id, c.fixed.name_sid, std::move(c.stack)});
+          },
+          [&](const DeviceRecord& d) { p.devices.push_back(d); },
+          [&](const ThreadNameRecord&) {},
+          [&](const CategoryNameRecord&) {},
+          [&](const DroppedRecord& d) {
+            p.cupti_dropped += d.cupti_dropped_records;
+            p.pool_exhausted = std::max(p.pool_exhausted, d.pool_exhausted_requests);
+          },
+          [&](const TrailerRecord& t) {
+            p.trailer = t;
+            p.has_trailer = true;
+          },
+          [&](const UnknownRecord&) { ++p.unknown_records; },  // a newer writer's record: skip it
+      },
+      record);
 }
 
 Parsed parse(const std::string& path, const MappedFile& file) {
   Parsed p;
-  const char* data = file.data();
-  const std::size_t size = file.size();
-  if (size < sizeof(kMagic) || std::memcmp(data, kMagic, sizeof kMagic) != 0)
-    throw InputError(path, "not an opprof tracer log (bad magic)", at_byte(0));
-  if (size < sizeof(FileHeader)) throw InputError(path, "log ends inside its header", at_byte(size));
-  std::memcpy(&p.header, data, sizeof p.header);
-  if (p.header.major > kFormatMajor)
-    throw InputError(path,
-                     fmt::format("log format {}.{} is newer than this reader's {}.{}", p.header.major,
-                                 p.header.minor, kFormatMajor, kFormatMinor),
-                     at_byte(8));
-  if (p.header.header_bytes < sizeof(FileHeader) || p.header.header_bytes > size)
-    throw InputError(path, fmt::format("corrupt header: header size {}", p.header.header_bytes), at_byte(12));
-
-  std::size_t pos = p.header.header_bytes;
-  while (pos < size) {
-    if (size - pos < sizeof(RecordHeader)) {
-      p.truncated = true;
-      p.truncated_at = pos;
-      break;
-    }
-    RecordHeader rh;
-    std::memcpy(&rh, data + pos, sizeof rh);
-    if (rh.size > kMaxPayloadBytes)
-      throw InputError(path, fmt::format("corrupt record: type {} claims {} payload bytes", rh.type, rh.size),
-                       at_byte(pos));
-    if (size - pos - sizeof rh < rh.size) {  // a crash cut the last record
-      p.truncated = true;
-      p.truncated_at = pos;
-      break;
-    }
-    const char* payload = data + pos + sizeof rh;
-    const std::uint32_t n = rh.size;
-    switch (static_cast<RecordType>(rh.type)) {
-      case RecordType::kString: {
-        auto s = fixed_part<StringRecord>(path, payload, n, pos);
-        if (s.length > n - sizeof s || s.id == 0)
-          throw InputError(path, fmt::format("corrupt string record: id {}, length {}", s.id, s.length),
-                           at_byte(pos));
-        if (s.id >= p.strings.size()) p.strings.resize(std::max<std::size_t>(s.id + 1, p.strings.size() * 2));
-        p.strings[s.id] = std::string_view(payload + sizeof s, s.length);
-        break;
-      }
-      case RecordType::kKernel: {
-        p.kernels.push_back(fixed_part<KernelRecord>(path, payload, n, pos));
-        p.saw(p.kernels.back().start_ns);
-        p.saw(p.kernels.back().end_ns);
-        break;
-      }
-      case RecordType::kMemcpy: {
-        p.memcpys.push_back(fixed_part<MemcpyRecord>(path, payload, n, pos));
-        p.saw(p.memcpys.back().end_ns);
-        break;
-      }
-      case RecordType::kMemset: {
-        p.memsets.push_back(fixed_part<MemsetRecord>(path, payload, n, pos));
-        p.saw(p.memsets.back().end_ns);
-        break;
-      }
-      case RecordType::kApiCall: {
-        p.api_calls.push_back(fixed_part<ApiCallRecord>(path, payload, n, pos));
-        p.saw(p.api_calls.back().start_ns);
-        p.saw(p.api_calls.back().end_ns);
-        break;
-      }
-      case RecordType::kApiName: {
-        auto a = fixed_part<ApiNameRecord>(path, payload, n, pos);
-        p.api_names[(std::uint64_t{a.domain} << 32) | a.cbid] = a.name_sid;
-        break;
-      }
-      case RecordType::kNvtxPush: {
-        auto r = fixed_part<NvtxPushRecord>(path, payload, n, pos);
-        p.nvtx.push_back(
-            NvtxEvent{NvtxEvent::kPush, r.ts_ns, r.tid, 0, r.text_sid, r.domain_sid, r.category, r.payload});
-        p.saw(r.ts_ns);
-        break;
-      }
-      case RecordType::kNvtxPop: {
-        auto r = fixed_part<NvtxPopRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, r.ts_ns, r.tid, 0, 0, r.domain_sid, 0});
-        p.saw(r.ts_ns);
-        break;
-      }
-      case RecordType::kNvtxStart: {
-        auto r = fixed_part<NvtxStartRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, r.ts_ns, r.tid, r.range_id, r.text_sid, r.domain_sid, r.category});
-        p.saw(r.ts_ns);
-        break;
-      }
-      case RecordType::kNvtxEnd: {
-        auto r = fixed_part<NvtxEndRecord>(path, payload, n, pos);
-        p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, r.ts_ns, r.tid, r.range_id, 0, 0, 0});
-        p.saw(r.ts_ns);
-        break;
-      }
-      case RecordType::kNvtxMark: {
-        fixed_part<NvtxMarkRecord>(path, payload, n, pos);
-        ++p.marks;
-        break;
-      }
-      case RecordType::kWindowStart:
-      case RecordType::kWindowStop: {
-        auto r = fixed_part<WindowRecord>(path, payload, n, pos);
-        p.windows.push_back(WindowEvent{r.ts_ns, r.tid, rh.type == static_cast<std::uint16_t>(RecordType::kWindowStart)});
-        p.saw(r.ts_ns);
-        break;
-      }
-      case RecordType::kGraphNode: {
-        auto g = fixed_part<GraphNodeRecord>(path, payload, n, pos);
-        if (g.depth > kMaxStackDepth || g.depth * sizeof(StackEntry) > n - sizeof g)
-          throw InputError(path, fmt::format("corrupt graph node record: stack depth {}", g.depth), at_byte(pos));
-        std::vector<StackEntry> stack(g.depth);
-        if (g.depth != 0) std::memcpy(stack.data(), payload + sizeof g, g.depth * sizeof(StackEntry));
-        auto [it, inserted] = p.node_stacks.try_emplace(g.node_id, std::move(stack));
-        if (!inserted && it->second.empty() && g.depth != 0) {
-          it->second.resize(g.depth);
-          std::memcpy(it->second.data(), payload + sizeof g, g.depth * sizeof(StackEntry));
-        }
-        break;
-      }
-      case RecordType::kGraphNodeClone: {
-        auto c = fixed_part<GraphNodeCloneRecord>(path, payload, n, pos);
-        if (c.node_id != c.original_node_id) p.clone_of[c.node_id] = c.original_node_id;
-        if (c.graph_id != 0 && c.original_graph_id != 0 && c.graph_id != c.original_graph_id)
-          p.graph_clone_of[c.graph_id] = c.original_graph_id;
-        break;
-      }
-      case RecordType::kGraphExec: {
-        auto e = fixed_part<GraphExecRecord>(path, payload, n, pos);
-        if (e.exec_id != 0 && e.graph_id != 0) p.exec_graph[e.exec_id] = e.graph_id;
-        break;
-      }
-      case RecordType::kCaptureLaunch: {
-        auto c = fixed_part<CaptureLaunchRecord>(path, payload, n, pos);
-        if (c.depth > kMaxStackDepth || c.depth * sizeof(StackEntry) > n - sizeof c)
-          throw InputError(path, fmt::format("corrupt capture launch record: stack depth {}", c.depth), at_byte(pos));
-        std::vector<StackEntry> stack(c.depth);
-        if (c.depth != 0) std::memcpy(stack.data(), payload + sizeof c, c.depth * sizeof(StackEntry));
-        if (c.node_id != 0 && !stack.empty()) p.node_stacks[c.node_id] = stack;
-        p.capture_launches.push_back(Parsed::CaptureLaunch{c.capture_id, c.ts_ns, c.graph_id, c.name_sid, std::move(stack)});
-        break;
-      }
-      case RecordType::kDevice: p.devices.push_back(fixed_part<DeviceRecord>(path, payload, n, pos)); break;
-      case RecordType::kThreadName:
-      case RecordType::kCategoryName: break;
-      case RecordType::kDropped: {
-        auto d = fixed_part<DroppedRecord>(path, payload, n, pos);
-        p.cupti_dropped += d.cupti_dropped_records;
-        p.pool_exhausted = std::max(p.pool_exhausted, d.pool_exhausted_requests);
-        break;
-      }
-      case RecordType::kTrailer: {
-        p.trailer = fixed_part<TrailerRecord>(path, payload, n, pos);
-        p.has_trailer = true;
-        break;
-      }
-      default: ++p.unknown_records; break;  // a newer writer's record: skip it
-    }
-    pos += sizeof rh + n;
+  try {
+    RecordDecoder decoder(std::string_view(file.data(), file.size()));
+    p.header = decoder.header();
+    Record r;
+    while (decoder.next(&r)) collect(p, decoder, r.value);
+    p.truncated = decoder.truncated();
+    p.truncated_at = decoder.truncated_at();
+  } catch (const FormatError& e) {
+    throw InputError(path, e.what(), at_byte(e.offset()));
   }
   return p;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Reader for the opprof tracer's binary log (libopprof_tracer.so, format in tracer_log_format.hpp and
+// Reader for the opprof tracer's binary log (libopprof_tracer.so, format in agents/tracer_log/format.hpp and
 // docs/tracer.md).
 #include <string>
 #include <string_view>

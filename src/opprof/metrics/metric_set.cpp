@@ -209,27 +209,28 @@ bool one_of(std::string_view s, const std::array<const char*, N>& set) {
 }
 }  // namespace
 
-std::vector<std::string> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog) {
-  std::vector<std::string> problems;
+std::string MetricProblem::to_string() const { return fmt::format("{}:{}: {}: {}", source, line, metric, message); }
+
+std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog) {
+  std::vector<MetricProblem> problems;
   for (const auto& m : set.metrics) {
     if (m.arch != "*" && m.arch != catalog.chip) continue;
     if (starts_with(m.name, "launch__") || starts_with(m.name, "device__attribute_")) continue;
     auto parts = split(m.name, '.');
     const auto* entry = catalog.find(parts[0]);
-    std::string where = fmt::format("{}:{}: {}", set.source, m.line, m.name);
+    auto problem = [&](std::string message) { problems.push_back({set.source, m.line, m.name, std::move(message)}); };
     if (!entry) {
-      problems.push_back(fmt::format("{}: unknown metric for {} (not in its ncu catalog)", where, catalog.chip));
+      problem(fmt::format("unknown metric for {} (not in its ncu catalog)", catalog.chip));
       continue;
     }
     if (parts.size() < 2) {
-      problems.push_back(fmt::format("{}: needs a rollup suffix (.sum, .avg, .pct, ...)", where));
+      problem("needs a rollup suffix (.sum, .avg, .pct, ...)");
       continue;
     }
     bool ratio = entry->type == "Ratio";
     bool rollup_ok = ratio ? one_of(parts[1], kRatioRollups) : one_of(parts[1], kCounterRollups);
     bool sub_ok = parts.size() < 3 || (parts.size() == 3 && one_of(parts[2], kSubmetrics));
-    if (!rollup_ok || !sub_ok)
-      problems.push_back(fmt::format("{}: suffix not valid for a {} metric", where, entry->type));
+    if (!rollup_ok || !sub_ok) problem(fmt::format("suffix not valid for a {} metric", entry->type));
   }
   return problems;
 }

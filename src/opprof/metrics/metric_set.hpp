@@ -65,8 +65,17 @@ std::string chip_for_device(std::string_view device_name, int compute_major, int
 // "device.0.compute_major/minor", or "device.0.cc" = "9.0"), "" when it does not say.
 std::string chip_for_capture(const std::map<std::string, std::string>& timeline_metadata);
 
-// Problems with a metric name against a catalog, one line each: an unknown base name, or a rollup
-// suffix its type does not have. launch__* and device__attribute__* are always collectable.
-std::vector<std::string> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog);
+// One metric of a set that a chip's catalog does not accept, with the line of the set that names it.
+struct MetricProblem {
+  std::string source;  // the set's file path, or "<built-in>"
+  std::uint32_t line = 0;
+  std::string metric;
+  std::string message;  // "unknown metric for gh100 (not in its ncu catalog)", ...
+  std::string to_string() const;  // "<source>:<line>: <metric>: <message>"
+};
+
+// Problems with the set's names against a catalog: an unknown base name, or a rollup suffix its type
+// does not have. launch__* and device__attribute__* are always collectable.
+std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog);
 
 }  // namespace opprof

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "contract/opprof_contract.h"
 #include "opprof/timeline/string_table.hpp"
 
 namespace opprof {
@@ -90,7 +91,7 @@ struct AutogradLink {
 };
 
 // Range texts every timeline source recognises, in one place so the readers and the engine agree.
-inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";          // opprof's module ranges
+inline constexpr std::string_view kModuleRangePrefix = OPPROF_MODULE_RANGE_PREFIX;  // opprof's module ranges
 inline constexpr std::string_view kCompiledGraphCallPrefix = "## Call CompiledFxGraph ";  // + hash + " ##"
 inline constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";      // + compile id
 // torch.optim's annotation around each optimizer step: "Optimizer.step#AdamW.step".
@@ -99,8 +100,8 @@ inline constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
 inline constexpr std::string_view kAutogradNodePrefix = "autograd::engine::evaluate_function: ";
 // NVTX domain of libopprof_torch_observer.so's operator ranges; the category is the RecordFunction scope + 1,
 // and only kTorchUserScopeCategory (record_function ranges) is not an operator.
-inline constexpr std::string_view kTorchObserverDomain = "opprof.torch";
-inline constexpr std::uint32_t kTorchUserScopeCategory = 8;  // at::RecordScope::USER_SCOPE (7) + 1
+inline constexpr std::string_view kTorchObserverDomain = OPPROF_NVTX_DOMAIN_TORCH;
+inline constexpr std::uint32_t kTorchUserScopeCategory = OPPROF_NVTX_CATEGORY_USER_SCOPE;
 
 enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
 

@@ -40,7 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "opprof/ingest/tracer_log_format.hpp"
+#include "contract/opprof_contract.h"
+#include "tracer_log/format.hpp"
 
 namespace {
 
@@ -121,11 +122,11 @@ void write_chunk(const char* data, std::size_t n) {
 
 void open_output() {
   std::call_once(g_open_once, [] {
-    g_out.window_only = env_flag("OPPROF_TRACE_WINDOW");
-    g_out.defer_operators = env_flag("OPPROF_TRACE_DEFER_OPERATORS", true);
-    g_out.switch_at_windows = env_flag("OPPROF_TRACE_WINDOW_SWITCH", true);
+    g_out.window_only = env_flag(OPPROF_ENV_TRACE_WINDOW);
+    g_out.defer_operators = env_flag(OPPROF_ENV_TRACE_DEFER_OPERATORS, true);
+    g_out.switch_at_windows = env_flag(OPPROF_ENV_TRACE_WINDOW_SWITCH, true);
     std::string path;
-    if (const char* p = std::getenv("OPPROF_TRACE_FILE"); p != nullptr && *p != '\0') {
+    if (const char* p = std::getenv(OPPROF_ENV_TRACE_FILE); p != nullptr && *p != '\0') {
       path = p;
     } else {
       path = "opprof-trace-" + std::to_string(getpid()) + ".bin";
@@ -696,8 +697,8 @@ WindowSnapshot g_snapshot_scratch;  // used under g_snapshot_mu only: too large 
 std::mutex g_snapshot_mu;
 
 void create_pool() {
-  const std::size_t count = env_size("OPPROF_TRACE_BUFFERS", 16, 2, 1024);
-  g_pool_buffer_bytes = env_size("OPPROF_TRACE_BUFFER_KB", 4096, 64, 1 << 20) * 1024;
+  const std::size_t count = env_size(OPPROF_ENV_TRACE_BUFFERS, 16, 2, 1024);
+  g_pool_buffer_bytes = env_size(OPPROF_ENV_TRACE_BUFFER_KB, 4096, 64, 1 << 20) * 1024;
   for (std::size_t i = 0; i < count; ++i) {
     void* p = std::aligned_alloc(64, g_pool_buffer_bytes);
     if (p != nullptr) g_pool_free.push_back(static_cast<std::uint8_t*>(p));
@@ -719,6 +720,19 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = g_pool_buffer_bytes;
 }
 
+// The fields kernels, copies and fills share, under the same names in CUPTI's records and ours.
+template <typename Ours, typename Cupti>
+void copy_activity_ids(Ours& r, const Cupti* a) {
+  r.start_ns = a->start;
+  r.end_ns = a->end;
+  r.graph_node_id = a->graphNodeId;
+  r.correlation_id = a->correlationId;
+  r.device_id = a->deviceId;
+  r.context_id = a->contextId;
+  r.stream_id = a->streamId;
+  r.graph_id = a->graphId;
+}
+
 void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapshot* window) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -726,14 +740,7 @@ void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapsho
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       if (window != nullptr && !window->contains(k->correlationId)) return;
       KernelRecord r{};
-      r.start_ns = k->start;
-      r.end_ns = k->end;
-      r.graph_node_id = k->graphNodeId;
-      r.correlation_id = k->correlationId;
-      r.device_id = k->deviceId;
-      r.context_id = k->contextId;
-      r.stream_id = k->streamId;
-      r.graph_id = k->graphId;
+      copy_activity_ids(r, k);
       r.name_sid = intern(t, k->name);
       r.grid_x = k->gridX; r.grid_y = k->gridY; r.grid_z = k->gridZ;
       r.block_x = k->blockX; r.block_y = k->blockY; r.block_z = k->blockZ;
@@ -748,15 +755,8 @@ void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapsho
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
       if (window != nullptr && !window->contains(m->correlationId)) return;
       MemcpyRecord r{};
-      r.start_ns = m->start;
-      r.end_ns = m->end;
+      copy_activity_ids(r, m);
       r.bytes = m->bytes;
-      r.graph_node_id = m->graphNodeId;
-      r.correlation_id = m->correlationId;
-      r.device_id = m->deviceId;
-      r.context_id = m->contextId;
-      r.stream_id = m->streamId;
-      r.graph_id = m->graphId;
       r.copy_kind = m->copyKind;
       r.src_kind = m->srcKind;
       r.dst_kind = m->dstKind;
@@ -768,15 +768,8 @@ void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapsho
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
       if (window != nullptr && !window->contains(m->correlationId)) return;
       MemsetRecord r{};
-      r.start_ns = m->start;
-      r.end_ns = m->end;
+      copy_activity_ids(r, m);
       r.bytes = m->bytes;
-      r.graph_node_id = m->graphNodeId;
-      r.correlation_id = m->correlationId;
-      r.device_id = m->deviceId;
-      r.context_id = m->contextId;
-      r.stream_id = m->streamId;
-      r.graph_id = m->graphId;
       r.value = m->value;
       r.memory_kind = m->memoryKind;
       r.flags = m->flags;

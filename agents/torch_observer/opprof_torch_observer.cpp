@@ -5,7 +5,7 @@
 // This observer registers one global RecordFunction callback that pushes the operator's own name (a
 // pointer into the schema, no formatting) into the NVTX domain "opprof.torch", with the RecordFunction
 // scope + 1 as the NVTX category and autograd's sequence number / forward thread in the payload
-// (tracer_log_format.hpp: encode_autograd_link), and pops it when the operator ends. Whatever NVTX injection is loaded
+// (tracer_log/format.hpp: encode_autograd_link), and pops it when the operator ends. Whatever NVTX injection is loaded
 // (the opprof tracer, Nsight Systems) records the ranges.
 //
 // Built against one torch's headers: the C++ ABI of RecordFunction is not stable across releases, so the
@@ -14,12 +14,13 @@
 #include <ATen/record_function.h>
 #include <nvtx3/nvToolsExt.h>
 
-#include "opprof/ingest/tracer_log_format.hpp"
-
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+
+#include "contract/opprof_contract.h"
+#include "tracer_log/format.hpp"
 
 #ifndef OPPROF_TORCH_VERSION
 #error "OPPROF_TORCH_VERSION (the torch.__version__ built against) must be defined"
@@ -27,7 +28,7 @@
 
 namespace {
 
-constexpr const char* kDomainName = "opprof.torch";
+constexpr const char* kDomainName = OPPROF_NVTX_DOMAIN_TORCH;
 
 // NVTX category of a range: RecordScope + 1 (0 is NVTX's "no category").
 constexpr const char* kScopeNames[] = {

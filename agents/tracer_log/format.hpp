@@ -1,7 +1,8 @@
 #pragma once
-// The opprof tracer's binary log format, shared by the writer (tracer/, libopprof_tracer.so) and the reader
-// (src/opprof/ingest/tracer_log.cpp). Header-only and dependency-free on purpose: the injection library
-// must not pull opprof_core into the traced process.
+// The opprof tracer's binary log format, shared by the writer (agents/tracer, libopprof_tracer.so) and the
+// readers (decoder.hpp beside it, used by src/opprof/ingest/tracer_log.cpp and opprof_trace_dump).
+// Header-only and dependency-free on purpose: the injection library must not pull opprof_core into the
+// traced process.
 //
 // Layout: one FileHeader, then records. Each record is a RecordHeader {type, size} followed by `size`
 // payload bytes. A payload starts with the fixed struct of its type; strings and graph-node stacks append a
@@ -20,6 +21,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "contract/opprof_contract.h"
+
 namespace opprof::tracelog {
 
 static_assert(std::endian::native == std::endian::little,
@@ -36,7 +39,7 @@ inline constexpr std::uint16_t kFormatMinor = 2;  // 1.1: kCaptureLaunch; 1.2: N
 // then (carrying its start time). Most operators launch nothing, and their ranges would cost the traced
 // process a clock read, an interned text and two records each. The domain's producer guarantees that a
 // range's text stays valid until the range is popped.
-inline constexpr std::string_view kDeferredRangeDomain = "opprof.torch";
+inline constexpr std::string_view kDeferredRangeDomain = OPPROF_NVTX_DOMAIN_TORCH;
 
 // FileHeader::flags
 inline constexpr std::uint32_t kFlagWindowOnly = 1u << 0;  // OPPROF_TRACE_WINDOW=1: activity outside windows dropped

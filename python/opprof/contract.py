@@ -1,0 +1,45 @@
+"""The names opprof's parts agree on across languages: range texts, NVTX domains, capture window kinds,
+capture file names, the in-process libraries and environment variables.
+
+The definition is agents/contract/opprof_contract.h (C, for the engine, the tracer, the torch observer and
+the call-ranges extension); this module holds the same entries without their OPPROF_ prefix.
+tests/python/test_contract.py parses the header and fails when a value or a name differs on either side.
+Pure constants: importing it imports nothing else (the capture driver imports it before torch).
+"""
+
+# Range texts: a module range is this prefix and the module's dotted path.
+MODULE_RANGE_PREFIX = "nn.Module: "
+
+# NVTX domain of the torch observer's operator ranges; the category is the RecordFunction scope + 1.
+NVTX_DOMAIN_TORCH = "opprof.torch"
+NVTX_CATEGORY_USER_SCOPE = 8
+
+# Capture window kinds (capture.json's "window").
+WINDOW_KIND_WORKLOAD = "workload"
+WINDOW_KIND_SCRIPT = "script"
+WINDOW_KIND_WHOLE_RUN = "whole_run"
+WINDOW_KIND_NEVER_OPENED = "never_opened"
+
+# Files in a capture directory.
+TRACER_TRACE_FILE = "trace.opprof"
+TORCH_TRACE_FILE = "trace.json"
+CAPTURE_RECORD_FILE = "capture.json"
+COUNTERS_RECORD_FILE = "capture_counters.json"
+INDUCTOR_DIR = "inductor"
+FX_MODULES_FILE = "opprof_fx_modules.json"
+
+# The in-process libraries.
+TRACER_LIBRARY = "libopprof_tracer.so"
+TORCH_OBSERVER_LIBRARY = "libopprof_torch_observer.so"
+CALL_RANGES_EXTENSION = "opprof_call_ranges"
+
+# Environment variables.
+ENV_TRACER_LIB = "OPPROF_TRACER_LIB"
+ENV_TORCH_OBSERVER_LIB = "OPPROF_TORCH_OBSERVER_LIB"
+ENV_CALL_RANGES_DIR = "OPPROF_CALL_RANGES_DIR"
+ENV_TRACE_FILE = "OPPROF_TRACE_FILE"
+ENV_TRACE_WINDOW = "OPPROF_TRACE_WINDOW"
+ENV_TRACE_WINDOW_SWITCH = "OPPROF_TRACE_WINDOW_SWITCH"
+ENV_TRACE_DEFER_OPERATORS = "OPPROF_TRACE_DEFER_OPERATORS"
+ENV_TRACE_BUFFERS = "OPPROF_TRACE_BUFFERS"
+ENV_TRACE_BUFFER_KB = "OPPROF_TRACE_BUFFER_KB"

@@ -1,0 +1,218 @@
+#include "opprof/pipeline/capture_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "opprof/util/error.hpp"
+#include "opprof/util/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace opprof {
+namespace {
+
+// `opprof profile -- python script.py args`: the runner takes the script and its arguments.
+bool names_python(const std::vector<std::string>& command) {
+  return !command.empty() && contains(fs::path(command[0]).filename().string(), "python");
+}
+
+std::string find_ncu(const std::string& given) {
+  if (!given.empty()) return find_in_path(given);
+  std::string p = find_in_path("ncu");
+  if (!p.empty()) return p;
+  for (const char* c : {"/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"})
+    if (fs::exists(c)) return c;
+  return {};
+}
+
+// Where the Python side lives in a source tree (pip installs put it on sys.path anyway).
+std::string python_source_dir() {
+#ifdef OPPROF_SOURCE_DIR
+  fs::path p = fs::path(OPPROF_SOURCE_DIR) / "python";
+  if (fs::exists(p / "opprof" / "capture.py")) return p.string();
+#endif
+  return {};
+}
+
+// The capture runner's arguments; backend is pass A's ("" for pass B, which runs without profiler or
+// tracer in the process).
+std::vector<std::string> capture_args(const ProfileRequest& r, const std::string& pass, const fs::path& out,
+                                      const std::string& backend) {
+  std::vector<std::string> a = {r.python, "-m", "opprof.capture", "--pass", pass, "--out", out.string(),
+                                "--warmup", std::to_string(r.warmup), "--iters", std::to_string(r.iters)};
+  if (r.train) a.push_back("--train");
+  if (!backend.empty()) a.insert(a.end(), {"--backend", backend});
+  if (!r.workload.empty()) {
+    a.insert(a.end(), {"--workload", r.workload, "--compile", r.compile});
+    if (!r.compile_mode.empty()) a.insert(a.end(), {"--compile-mode", r.compile_mode});
+  } else {
+    a.push_back("--");
+    a.insert(a.end(), r.command.begin() + (names_python(r.command) ? 1 : 0), r.command.end());
+  }
+  return a;
+}
+
+fs::path output_dir(const ProfileRequest& r, const CaptureEnvironment& env) {
+  if (!r.output.empty()) return env.cwd / r.output;
+  const std::string name = fs::path(!r.workload.empty() ? r.workload
+                                                        : r.command[r.command.size() > 1 ? 1 : 0]).stem().string();
+  return env.cwd / fmt::format("opprof-{}-{}", name, env.timestamp);
+}
+
+// The backend pass A uses, with what the user should know about the choice.
+std::string resolve_backend(const ProfileRequest& r, const CaptureEnvironment& env, std::vector<std::string>& notes) {
+  if (r.backend == "tracer" && env.tracer.path.empty())
+    throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + env.tracer.looked_at +
+                                             "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
+  if (r.backend != "auto") return r.backend;
+  if (!env.tracer.path.empty()) return "tracer";
+  notes.push_back("backend: torch.profiler (libopprof_tracer.so not found at " + env.tracer.looked_at +
+                  "; build opprof where CUPTI is installed for the lighter tracer backend)");
+  return "torch";
+}
+
+void require_gpu(const ProfileRequest& r, const CaptureEnvironment& env) {
+  const ChildResult& p = env.gpu_probe;
+  if (!p.started) throw InputError(r.python, p.error);
+  if (p.exit_code == 3)
+    throw InputError("opprof profile", "no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False)");
+  if (!p.ok()) throw InputError(r.python, "cannot import torch (" + p.describe() + ")");
+}
+
+}  // namespace
+
+void check_profile_request(const ProfileRequest& r) {
+  if (r.workload.empty() == r.command.empty())
+    throw InputError("opprof profile", "give a workload module or a command after --, not both and not neither");
+  if (!r.workload.empty() && !fs::exists(r.workload)) throw InputError(r.workload, "no such workload file");
+  if (r.iters < 1 || r.warmup < 0) throw InputError("opprof profile", "--iters must be >= 1 and --warmup >= 0");
+  if (!r.compile_mode.empty() && (r.workload.empty() || r.compile != "inductor"))
+    throw InputError("--compile-mode", "applies to workload modules with --compile inductor");
+  if (!r.command.empty()) {
+    // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
+    // Python script, given as "python script.py ..." or "script.py ...".
+    const bool python = names_python(r.command) && r.command.size() > 1;
+    const std::string script = python ? r.command[1] : r.command[0];
+    if (!ends_with(script, ".py"))
+      throw InputError(script, "opprof profile runs Python programs (`-- python script.py ...`); this is not a .py "
+                               "script");
+    if (!fs::exists(script)) throw InputError(script, "no such script");
+  }
+}
+
+std::map<std::string, std::string> python_env(const CaptureEnvironment& env) {
+  std::map<std::string, std::string> out;
+  if (!env.python_source.empty())
+    out["PYTHONPATH"] = env.pythonpath.empty() ? env.python_source : env.python_source + ":" + env.pythonpath;
+  out["PYTHONUNBUFFERED"] = "1";
+  return out;
+}
+
+CaptureEnvironment probe_capture_environment(const ProfileRequest& r) {
+  CaptureEnvironment env;
+  env.python_source = python_source_dir();
+  if (const char* old = std::getenv("PYTHONPATH")) env.pythonpath = old;
+  env.cwd = fs::current_path();
+  std::time_t t = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));
+  env.timestamp = stamp;
+  if (r.backend != "torch") {
+    env.tracer = find_backend_library("OPPROF_TRACER_LIB", "libopprof_tracer.so", "agents/tracer");
+    if (!env.tracer.path.empty())
+      env.observer = find_backend_library("OPPROF_TORCH_OBSERVER_LIB", "libopprof_torch_observer.so", "agents/torch_observer");
+  }
+  if (!r.skip_ncu) env.ncu = find_ncu(r.ncu);
+  // No GPU is the first thing users meet on the wrong machine: ask torch before starting anything long.
+  ChildSpec probe;
+  probe.argv = {r.python, "-c",
+                "import torch,sys; ok=torch.cuda.is_available(); "
+                "print(ok and torch.cuda.get_device_name(0) or 'none'); sys.exit(0 if ok else 3)"};
+  probe.env = python_env(env);
+  probe.on_stdout_line = [&](std::string_view l) { env.gpu_name = std::string(l); };
+  probe.on_stderr_line = [](std::string_view) {};
+  env.gpu_probe = run_child(probe);
+  return env;
+}
+
+CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment& env) {
+  CapturePlan plan;
+  plan.output_dir = output_dir(r, env);
+  plan.backend = resolve_backend(r, env, plan.notes);
+  plan.counters = !r.skip_ncu;
+  if (plan.counters && env.ncu.empty())
+    throw InputError(r.ncu.empty() ? "ncu" : r.ncu,
+                     "Nsight Compute (ncu) not found: install it, pass --ncu PATH, or use --skip-ncu for a timeline-only "
+                     "profile");
+  require_gpu(r, env);
+  plan.notes.push_back("GPU: " + env.gpu_name);
+  plan.ncu = env.ncu;
+  plan.clock_control = r.clock_control;
+  plan.lock_clocks = r.lock_clocks;
+
+  const fs::path& out = plan.output_dir;
+  const bool tracer = plan.backend == "tracer";
+  plan.trace = (out / (tracer ? "trace.opprof" : "trace.json")).string();
+  plan.capture_json = (out / "capture.json").string();
+  plan.inductor_dir = (out / "inductor").string();
+  plan.database = (out / "profile.db").string();
+
+  // Pass A: the timeline, from torch.profiler (trace.json) or from the tracer injected into the process
+  // (trace.opprof; the window is cudaProfilerStart/Stop, which torch.cuda.profiler.start/stop call).
+  CapturePass& a = plan.timeline;
+  a.kind = PassKind::kTimeline;
+  a.argv = capture_args(r, "timeline", out, plan.backend);
+  a.env = python_env(env);
+  a.stderr_path = (out / "pass_a.log").string();
+  a.produces = plan.trace;
+  if (tracer) {
+    a.env["CUDA_INJECTION64_PATH"] = env.tracer.path;
+    a.env["NVTX_INJECTION64_PATH"] = env.tracer.path;
+    a.env["OPPROF_TRACE_FILE"] = plan.trace;
+    a.env["OPPROF_TRACE_WINDOW"] = "1";
+    a.notes.push_back("tracer: " + env.tracer.path);
+    // Operator ranges: the observer library when built (for the torch it was built against; the capture
+    // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
+    if (!env.observer.path.empty()) {
+      a.env["OPPROF_TORCH_OBSERVER_LIB"] = env.observer.path;
+      a.notes.push_back("operator ranges: " + env.observer.path);
+    } else {
+      a.notes.push_back("operator ranges: emit_nvtx (libopprof_torch_observer.so not found at " +
+                        env.observer.looked_at + "; build opprof where python3 has torch, or set OPPROF_TORCH_OBSERVER_LIB)");
+    }
+  }
+  plan.counters_runner_args = capture_args(r, "counters", out, "");
+  return plan;
+}
+
+CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
+                          const std::vector<std::string>& metric_names, bool whole_run) {
+  const fs::path& out = plan.output_dir;
+  CapturePass b;
+  b.kind = PassKind::kCounters;
+  // ncu writes a report file and prints one "==PROF== Profiling" line per kernel (the runner's progress);
+  // the raw page is exported from the report afterwards, in base units.
+  b.argv = {plan.ncu, "--export", (out / "ncu").string(), "--force-overwrite", "--clock-control", plan.clock_control,
+            "--profile-from-start", whole_run ? "on" : "off", "--target-processes", "all",
+            "--metrics", join(metric_names, ",")};
+  b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
+  b.env = python_env(env);
+  b.stdout_path = (out / "ncu.log").string();
+  b.stderr_path = (out / "pass_b.log").string();
+  b.produces = (out / "ncu.ncu-rep").string();
+  return b;
+}
+
+CapturePass csv_export_pass(const CapturePlan& plan) {
+  CapturePass e;
+  e.kind = PassKind::kCsvExport;
+  e.argv = {plan.ncu, "--import", (plan.output_dir / "ncu.ncu-rep").string(), "--csv", "--page", "raw",
+            "--print-units", "base"};
+  e.stdout_path = (plan.output_dir / "ncu.csv").string();
+  e.produces = e.stdout_path;
+  return e;
+}
+
+}  // namespace opprof

@@ -1,0 +1,103 @@
+#pragma once
+// `opprof profile` as data: what the user asked for (ProfileRequest), what the machine has
+// (CaptureEnvironment, probed once), and the passes that follow from both (CapturePlan), built by pure
+// functions so that every pass's arguments and environment are testable without a GPU. The runner
+// (profile_run.hpp) executes a plan.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opprof/capture/backend_library.hpp"
+#include "opprof/capture/subprocess.hpp"
+
+namespace opprof {
+
+struct ProfileRequest {
+  std::string workload;               // a module exposing get_model_and_input(); or else
+  std::vector<std::string> command;   // a program: "python script.py args..." or "script.py args..."
+  std::string compile = "eager";      // eager or inductor (workload modules)
+  std::string compile_mode;           // torch.compile(mode=...); empty: torch's default
+  int warmup = 3;
+  int iters = 1;
+  bool train = false;
+  std::string output;                 // output directory; "" for opprof-<name>-<time>
+  std::string metrics;                // metric-set file replacing the built-in set
+  std::string clock_control = "none"; // ncu --clock-control: none or base
+  bool lock_clocks = false;           // lock the SM clock to its base clock for both passes
+  std::string ncu;                    // ncu's path; "" to look it up
+  std::string python = "python3";
+  bool skip_ncu = false;
+  // Pass A's capture: tracer (libopprof_tracer.so), torch (torch.profiler), or auto: the tracer where it
+  // was built, else torch.
+  std::string backend = "auto";
+};
+
+// Throws InputError for a request that cannot run (both or neither of workload and command, a missing
+// file, a command that is not a Python script, bad counts).
+void check_profile_request(const ProfileRequest& request);
+
+// What the machine has, as far as the plan depends on it.
+struct CaptureEnvironment {
+  ChildResult gpu_probe;      // `python -c` asking torch for a GPU: exit 0 with its name, 3 without one
+  std::string gpu_name;       // the probe's answer
+  std::string ncu;            // ncu's path; "" when not found or not wanted
+  LibraryLookup tracer;       // looked up unless the backend is torch
+  LibraryLookup observer;     // looked up where the tracer was found
+  std::string python_source;  // opprof's python/ in a source tree (prepended to PYTHONPATH); "" in installs
+  std::string pythonpath;     // the parent's PYTHONPATH
+  std::filesystem::path cwd;  // for a relative output directory
+  std::string timestamp;      // "20250102-030405", for the default output directory
+};
+
+// Runs the GPU probe and looks up ncu and the libraries the request may need.
+CaptureEnvironment probe_capture_environment(const ProfileRequest& request);
+
+// The Python side's environment additions (PYTHONPATH in a source tree, unbuffered output).
+std::map<std::string, std::string> python_env(const CaptureEnvironment& env);
+
+enum class PassKind : std::uint8_t {
+  kTimeline,   // pass A: the workload with the timeline backend
+  kCounters,   // pass B: the same window under ncu
+  kCsvExport,  // ncu --import: the report's raw page as CSV
+};
+
+struct CapturePass {
+  PassKind kind = PassKind::kTimeline;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // added to the runner's environment
+  std::string stdout_path, stderr_path;    // files the output is kept in ("" for none)
+  std::string produces;                    // the artifact the pass writes
+  std::vector<std::string> notes;          // said before it starts (which libraries it injects)
+};
+
+struct CapturePlan {
+  std::filesystem::path output_dir;
+  std::string backend;             // resolved: tracer or torch
+  std::vector<std::string> notes;  // said at the start (how the backend was chosen)
+  CapturePass timeline;
+  bool counters = false;           // pass B and its export follow (not with --skip-ncu)
+  std::string ncu;                 // ncu's path when counters
+  std::string clock_control;
+  bool lock_clocks = false;
+  std::string trace;               // pass A's timeline file
+  std::string capture_json;        // what the capture runner says about its window and clocks
+  std::string inductor_dir;        // where pass A's Inductor debug files go
+  std::string database;            // profile.db
+  // The capture runner's arguments for pass B (those of pass A without the backend).
+  std::vector<std::string> counters_runner_args;
+};
+
+// The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
+// the request: no tracer library for --backend tracer, no ncu without --skip-ncu, no GPU, no torch.
+CapturePlan build_capture_plan(const ProfileRequest& request, const CaptureEnvironment& env);
+
+// Pass B: its metric names come from the GPU chip pass A's timeline names, and it records from the start
+// when pass A's window spanned the whole run (a script that never opened one).
+CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
+                          const std::vector<std::string>& metric_names, bool whole_run);
+CapturePass csv_export_pass(const CapturePlan& plan);
+
+}  // namespace opprof
