@@ -218,7 +218,7 @@ _AUTOGRAD_PROGRAM = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_observer_payload_links_backward_nodes_to_their_forward_operators(tmp_path):
-    # The payload (tracer_log_format.hpp, encode_autograd_link): sequence number + 1 in the high 24 bits, the
+    # The payload (agents/tracer_log/format.hpp, encode_autograd_link): sequence number + 1 in the high 24 bits, the
     # forward thread's RecordFunction id in the low 8 (0 on forward operators).
     pushes, _ = _trace_observer_program(tmp_path, _AUTOGRAD_PROGRAM, OPPROF_TRACE_DEFER_OPERATORS="0")
     payload = {}
