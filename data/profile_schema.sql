@@ -87,7 +87,9 @@ CREATE TABLE attribution (
   family            TEXT,           -- kernel family: base name with digits and templates stripped
   reason            TEXT,           -- why unattributed; NULL when attributed
   opaque            INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
-  opaque_backend    TEXT
+  opaque_backend    TEXT,
+  phase             TEXT NOT NULL,  -- forward | backward | optimizer | other
+  forward_op        TEXT            -- backward kernels: the forward operator they differentiate
 );
 
 -- The ncu metrics of the profile: present = 1 for those the ncu CSV had (kernel_metrics and
@@ -127,7 +129,11 @@ CREATE TABLE ncu_rows (
   block_y           INTEGER,
   block_z           INTEGER,
   csv_line          INTEGER,              -- 1-based line in the CSV
-  matched_kernel_id INTEGER               -- kernels.id, NULL when unmatched
+  matched_kernel_id INTEGER,              -- kernels.id, NULL when unmatched
+  -- kernels.id of the kernel of the same name this row pairs with in invocation order although its grid or
+  -- block differ (another launch configuration: autotuned separately in the two runs); NULL otherwise. Equal
+  -- to matched_kernel_id, or with matched_kernel_id NULL when --strict-launch-config refused the pair.
+  launch_config_kernel_id INTEGER
 );
 
 -- Aggregates per operator, module and kernel family; id 0 has the most kernel time. Derived figures are
@@ -194,7 +200,13 @@ CREATE TABLE coverage (
   ncu_matched                  INTEGER NOT NULL,
   ncu_unmatched_rows           INTEGER NOT NULL,
   ncu_unmatched_kernels        INTEGER NOT NULL,
-  ncu_grid_block_disagreements INTEGER NOT NULL
+  ncu_grid_block_disagreements INTEGER NOT NULL,
+  ncu_launch_config_differs    INTEGER NOT NULL,  -- ncu rows with a launch_config_kernel_id
+  ncu_strict_launch_config     INTEGER NOT NULL,  -- 1 when those pairs were refused
+  phase_forward_ns             INTEGER NOT NULL,  -- kernel time by attribution.phase
+  phase_backward_ns            INTEGER NOT NULL,
+  phase_optimizer_ns           INTEGER NOT NULL,
+  phase_other_ns               INTEGER NOT NULL
 );
 
 -- Unattributed kernel time by family and reason, largest first.
@@ -232,7 +244,7 @@ SELECT k.id, k.kind, n.name, n.mangled, k.pid, k.device, k.context, k.stream, k.
        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.correlation, k.external_id, k.graph_id,
        k.graph_node, k.registers_per_thread, k.shared_mem_bytes, k.bytes,
        a.path, a.confidence, a.op, a.top_op, a.module, a.module_source, a.fused_ops, a.fx_nodes,
-       a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend
+       a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend, a.phase, a.forward_op
 FROM kernels k
 JOIN kernel_names n ON n.id = k.name_id
 LEFT JOIN attribution a ON a.kernel_id = k.id;

@@ -234,7 +234,7 @@ TEST_F(AnomalyProfile, NcuIdentitiesWithoutAGridCompareNamesAlone) {
   AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
   NcuTable ncu = ncu_like(b.tl);
   Anomalies anomalies;
-  NcuMatch m = match_ncu(b.tl, ncu, &anomalies);
+  NcuMatch m = match_ncu(b.tl, ncu, {}, &anomalies);
   EXPECT_EQ(m.matched, 2u);
   EXPECT_EQ(anomalies.count(AnomalyKind::kNcuMatchByNameOnly), 1u);
   std::string details =
@@ -243,7 +243,7 @@ TEST_F(AnomalyProfile, NcuIdentitiesWithoutAGridCompareNamesAlone) {
 
   Anomalies none;
   b.tl.kernels.grid[1] = {1, 1, 1};
-  match_ncu(b.tl, ncu_like(b.tl), &none);
+  match_ncu(b.tl, ncu_like(b.tl), {}, &none);
   EXPECT_TRUE(none.empty());
 }
 
@@ -256,7 +256,7 @@ TEST_F(AnomalyProfile, NcuSequencesTooFarApartArePairedByOccurrence) {
   NcuTable ncu = ncu_like(b.tl, AlignmentLimits{}.max_edit_distance + 1);
   AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
   Anomalies anomalies;
-  NcuMatch m = match_ncu(b.tl, ncu, &anomalies);
+  NcuMatch m = match_ncu(b.tl, ncu, {}, &anomalies);
   EXPECT_EQ(m.matched, 2u);
   EXPECT_EQ(anomalies.count(AnomalyKind::kNcuPairedByOccurrence), 1u);
   std::string details =

@@ -304,6 +304,7 @@ Coverage compute_coverage(const Timeline& tl, const AttributionTable& attr, cons
     c.kernels += 1;
     c.kernel_time_ns += d;
     c.by_path_ns[static_cast<int>(attr.path[i])] += d;
+    c.by_phase_ns[static_cast<int>(attr.phase[i])] += d;
     if (attr.path[i] != AttributionPath::kNone) {
       c.attributed_ns += d;
     } else {
@@ -334,6 +335,8 @@ Coverage compute_coverage(const Timeline& tl, const AttributionTable& attr, cons
     c.ncu_unmatched_rows = match->unmatched_rows.size();
     c.ncu_unmatched_kernels = match->unmatched_kernels.size();
     c.ncu_grid_block_disagreements = match->grid_block_disagreements;
+    c.ncu_launch_config_differs = match->launch_config_differs;
+    c.ncu_strict_launch_config = match->strict_launch_config;
   }
   return c;
 }

@@ -35,6 +35,22 @@ MetricSet MetricSet::for_chip(std::string_view chip) const {
   return out;
 }
 
+void require_rows_for_chip(const MetricSet& set, std::string_view chip) {
+  if (set.metrics.empty()) return;
+  for (const auto& m : set.metrics)
+    if (m.arch == "*" || m.arch == chip) return;
+  std::vector<std::string> chips;
+  for (const auto& m : set.metrics)
+    if (std::find(chips.begin(), chips.end(), m.arch) == chips.end()) chips.push_back(m.arch);
+  const std::string capture = chip.empty() ? "the capture does not say its chip"
+                                           : fmt::format("the capture ran on {}", chip);
+  throw InputError(set.source,
+                   fmt::format("no row of the metric set applies to this capture: its rows are for {} only, and {} "
+                               "(give rows the arch '*' or the capture's chip)",
+                               join(chips, ", "), capture),
+                   {set.metrics.front().line, 1, 0, set.metrics.front().line != 0});
+}
+
 std::vector<std::string> MetricSet::names() const {
   std::vector<std::string> out;
   out.reserve(metrics.size());

@@ -57,6 +57,9 @@ struct MetricSet {
 MetricSet parse_metric_set(std::string_view text, const std::string& source);
 MetricSet load_metric_set(const std::string& path);  // "" -> the built-in default
 MetricSet default_metric_set();
+// Throws InputError (at the set's first row) when no row of the set applies to the capture's chip ("" when
+// the capture does not say): every row is for other chips, so every operator would end "unmeasured".
+void require_rows_for_chip(const MetricSet& set, std::string_view chip);
 
 // One chip's ncu metric catalog (`ncu --query-metrics --chip <chip> --csv`): base names and their types.
 struct MetricCatalog {

@@ -89,6 +89,13 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("by_path_ns").begin_object();
   for (AttributionPath p : kPaths) j.key(to_string(p)).integer(path_ns(p));
   j.end_object();
+  constexpr Phase kPhaseOrder[] = {Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kOther};
+  j.key("by_phase").begin_object();
+  for (Phase p : kPhaseOrder) j.key(to_string(p)).number(c.pct(c.by_phase_ns[static_cast<int>(p)]));
+  j.end_object();
+  j.key("by_phase_ns").begin_object();
+  for (Phase p : kPhaseOrder) j.key(to_string(p)).integer(c.by_phase_ns[static_cast<int>(p)]);
+  j.end_object();
 
   j.key("opaque_backends").begin_array();
   for (const auto& [backend, ns] : c.opaque_backends)
@@ -114,6 +121,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("unmatched_rows").unsigned_integer(c.ncu_unmatched_rows);
   j.key("unmatched_kernels").unsigned_integer(c.ncu_unmatched_kernels);
   j.key("grid_block_disagreements").unsigned_integer(c.ncu_grid_block_disagreements);
+  j.key("launch_config_differs").unsigned_integer(c.ncu_launch_config_differs);
+  j.key("strict_launch_config").boolean(c.ncu_strict_launch_config);
   j.key("identity");
   if (!c.has_ncu)
     j.null();

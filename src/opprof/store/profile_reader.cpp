@@ -110,7 +110,8 @@ struct ProfileReader::Impl {
     Statement q(*db,
                 "SELECT kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, path_correlation_ns, "
                 "path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, ncu_unmatched_rows, "
-                "ncu_unmatched_kernels, ncu_grid_block_disagreements FROM coverage");
+                "ncu_unmatched_kernels, ncu_grid_block_disagreements, ncu_launch_config_differs, ncu_strict_launch_config, "
+                "phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns FROM coverage");
     if (!q.next()) throw InputError(path, "damaged opprof profile: the coverage table is empty");
     Coverage& c = coverage;
     c.kernel_time_ns = q.column_int(0);
@@ -128,6 +129,9 @@ struct ProfileReader::Impl {
     c.ncu_unmatched_rows = static_cast<std::size_t>(q.column_int(12));
     c.ncu_unmatched_kernels = static_cast<std::size_t>(q.column_int(13));
     c.ncu_grid_block_disagreements = static_cast<std::size_t>(q.column_int(14));
+    c.ncu_launch_config_differs = static_cast<std::size_t>(q.column_int(15));
+    c.ncu_strict_launch_config = q.column_int(16) != 0;
+    for (int ph = 0; ph < kPhases; ++ph) c.by_phase_ns[ph] = q.column_int(17 + ph);
 
     Statement u(*db, "SELECT family, reason, kernels, time_ns FROM unattributed ORDER BY id");
     while (u.next())
