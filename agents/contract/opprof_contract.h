@@ -10,6 +10,11 @@
 #ifndef OPPROF_CONTRACT_H
 #define OPPROF_CONTRACT_H
 
+/* The profile database: PRAGMA application_id ("oppf") and the schema version (PRAGMA user_version,
+ * meta.schema_version; docs/schema.md), written by src/opprof/store and checked by opprof.load. */
+#define OPPROF_PROFILE_APPLICATION_ID 1869639782 /* 0x6f707066 */
+#define OPPROF_PROFILE_SCHEMA_VERSION 2
+
 /* Range texts. A module range's text is this prefix and the module's dotted path (h.3.attn), written by
  * opprof.hooks and opprof.call_ranges, matched by every timeline reader. */
 #define OPPROF_MODULE_RANGE_PREFIX "nn.Module: "

@@ -22,12 +22,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from opprof import contract
 from opprof.engine import run_engine
 
-# The profile schema this reader knows (data/profile_schema.sql, PRAGMA user_version; a test checks that the
-# engine writes this version) and the file's application_id, "oppf".
-SCHEMA_VERSION = 1
-APPLICATION_ID = 0x6F707066
+# The profile schema this reader knows (data/profile_schema.sql, PRAGMA user_version) and the file's
+# application_id, "oppf": the contract's, which the engine writes.
+SCHEMA_VERSION = contract.PROFILE_SCHEMA_VERSION
+APPLICATION_ID = contract.PROFILE_APPLICATION_ID
 
 # The frames of a profile: name -> (table, group_kind of its group_metrics or None).
 _GROUP_TABLES = {"operators": "operator", "modules": "module", "kernel_families": "family"}

@@ -7,6 +7,10 @@ tests/python/test_contract.py parses the header and fails when a value or a name
 Pure constants: importing it imports nothing else (the capture driver imports it before torch).
 """
 
+# The profile database's PRAGMA application_id ("oppf") and schema version.
+PROFILE_APPLICATION_ID = 1869639782
+PROFILE_SCHEMA_VERSION = 2
+
 # Range texts: a module range is this prefix and the module's dotted path.
 MODULE_RANGE_PREFIX = "nn.Module: "
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/opprof_contract.h"
 #include "opprof/anomaly/anomalies.hpp"
 #include "opprof/attribute/attribution.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
@@ -15,12 +16,12 @@
 
 namespace opprof {
 
-inline constexpr int kProfileSchemaVersion = 2;
+inline constexpr int kProfileSchemaVersion = OPPROF_PROFILE_SCHEMA_VERSION;
 // The oldest version the reader reads: version 2 added the anomalies table, the metrics' weights and the
 // FLOP columns by kind of work; a version 1 profile is refused with its version (attribute it again).
 inline constexpr int kOldestReadableSchemaVersion = 2;
 // PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
-inline constexpr std::int64_t kProfileApplicationId = 0x6f707066;
+inline constexpr std::int64_t kProfileApplicationId = OPPROF_PROFILE_APPLICATION_ID;
 
 struct ProfileInputs {
   const Timeline* timeline = nullptr;
