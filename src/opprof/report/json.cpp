@@ -5,44 +5,27 @@
 namespace opprof {
 namespace {
 
-// Derived figures use -1 for unknown; JSON says null.
-void derived(JsonWriter& j, std::string_view key, double v) {
-  j.key(key);
-  if (v < 0)
-    j.null();
-  else
-    j.number(v);
-}
-
-void text_or_null(JsonWriter& j, std::string_view key, const std::string& v) {
-  j.key(key);
-  if (v.empty())
-    j.null();
-  else
-    j.string(v);
-}
-
 void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
   j.key(key).begin_array();
   for (const GroupLine& line : lines) {
     const GroupStats& g = line.stats;
     j.begin_object();
     j.key("name").string(g.key);
-    text_or_null(j, "fused_ops", g.fused_ops);
+    j.key("fused_ops").string_or_null(g.fused_ops);
     j.key("kernels").unsigned_integer(g.kernels);
     j.key("time_ns").integer(g.time_ns);
     j.key("time_pct").number(line.time_pct);
     j.key("counted_time_ns").integer(g.counted_time_ns);
-    text_or_null(j, "bottleneck", g.bottleneck);
-    text_or_null(j, "bottleneck_why", g.bottleneck_why);
+    j.key("bottleneck").string_or_null(g.bottleneck);
+    j.key("bottleneck_why").string_or_null(g.bottleneck_why);
     j.key("sm_pct").number(line.counters.sm_pct);
     j.key("dram_pct").number(line.counters.dram_pct);
     j.key("tensor_pct").number(line.counters.tensor_pct);
     j.key("occupancy_pct").number(line.counters.occupancy_pct);
-    derived(j, "dram_bytes", g.dram_bytes);
-    derived(j, "dram_gbps", g.dram_bandwidth_gbps);
-    derived(j, "flops", g.flops);
-    derived(j, "arithmetic_intensity", g.arithmetic_intensity);
+    j.key("dram_bytes").number_or_null(g.dram_bytes);  // derived figures use -1 for unknown
+    j.key("dram_gbps").number_or_null(g.dram_bandwidth_gbps);
+    j.key("flops").number_or_null(g.flops);
+    j.key("arithmetic_intensity").number_or_null(g.arithmetic_intensity);
     j.end_object();
   }
   j.end_array();
