@@ -31,6 +31,12 @@ void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLi
   j.end_array();
 }
 
+// A part of the kernel time as "<name>_ns" and its share of all kernel time as "<name>_pct".
+void time_and_share(JsonWriter& j, const Coverage& c, std::string_view name, std::int64_t ns) {
+  j.key(std::string(name) + "_ns").integer(ns);
+  j.key(std::string(name) + "_pct").number(c.pct(ns));
+}
+
 void string_array(JsonWriter& j, std::string_view key, const std::vector<std::string>& items) {
   j.key(key).begin_array();
   for (const std::string& item : items) j.string(item);
@@ -55,12 +61,9 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
 
   j.key("kernel_time_ns").integer(c.kernel_time_ns);
   j.key("kernels").unsigned_integer(c.kernels);
-  j.key("attributed_ns").integer(c.attributed_ns);
-  j.key("attributed_pct").number(c.pct(c.attributed_ns));
-  j.key("module_attributed_ns").integer(c.module_attributed_ns);
-  j.key("module_attributed_pct").number(c.pct(c.module_attributed_ns));
-  j.key("opaque_backend_ns").integer(c.opaque_ns);
-  j.key("opaque_backend_pct").number(c.pct(c.opaque_ns));
+  time_and_share(j, c, "attributed", c.attributed_ns);
+  time_and_share(j, c, "module_attributed", c.module_attributed_ns);
+  time_and_share(j, c, "opaque_backend", c.opaque_ns);
   j.key("by_path").begin_object();
   for (AttributionPath p : kPaths) j.key(to_string(p)).number(c.pct(path_ns(p)));
   j.end_object();
