@@ -1,8 +1,9 @@
 #pragma once
-// The bracket scan's loop, shared by the builds of json_scan.cpp (any x86-64, or portable C++) and
-// json_scan_avx2.cpp (compiled for AVX2 and carry-less multiply, picked at run time when the CPU has
-// them). Only those two files include this header, and everything in it has internal linkage: the two
-// instruction sets' copies must never be merged by the linker.
+// The bracket scan's loop, block classification and newline count, shared by the builds of json_scan.cpp
+// (any x86-64, or portable C++) and json_scan_avx2.cpp (compiled for AVX2 and carry-less multiply, picked
+// at run time when the CPU has them): each instruction set gives only its intrinsics. Only those two files
+// include this header, and everything in it has internal linkage: the two instruction sets' copies must
+// never be merged by the linker.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
