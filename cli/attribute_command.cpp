@@ -20,7 +20,10 @@ Command add_attribute_command(CLI::App& app) {
   cmd->add_option("-o,--output", r.output, "Profile database to write")->required();
   cmd->add_flag("--all-ranges", r.all_ranges,
                 "Store every operator range, also those that launched no GPU work (a larger database)");
-  cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr");
+  cmd->add_flag("--strict-launch-config", r.matching.strict_launch_config,
+                "Leave an ncu row unmatched when its kernel's grid or block differ from the timeline's (another "
+                "launch configuration of the same kernel) instead of matching it with a warning");
+  cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr (warnings still show)");
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
       "Exit status: 0 done, 2 bad input, 1 other failure.");

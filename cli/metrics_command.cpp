@@ -38,7 +38,8 @@ int run_metrics(MetricsOptions o) {
   const MetricSetCheck c = check_metric_set(o.file, o.chip, o.check);
   if (!o.check) {
     for (const auto& m : c.set.metrics)
-      fmt::print("{:<72} {:<6} {:<10} {}\n", m.name, to_string(m.aggregate), m.axis, m.reason);
+      fmt::print("{:<72} {:<6} {:<24} {:<16} {:<10} {}\n", m.name, to_string(m.aggregate), m.weight.empty() ? "-" : m.weight,
+                 m.unit.empty() ? "-" : m.unit, m.axis, m.reason);
     return 0;
   }
   if (!c.catalog_known) {

@@ -65,6 +65,11 @@ void ProgressPrinter::on_attribute(const AttributeEvent& event) {
           [&](const progress::MissingMetric& e) {
             say(fmt::format("warning: the ncu CSV has no column for metric {} of the set", e.name));
           },
+          [&](const progress::Warning& e) {
+            // Not progress: -q keeps it.
+            end_line();
+            fmt::print(stderr, "opprof: warning: {}\n", e.text);
+          },
           [&](const progress::Written& e) {
             say(fmt::format("wrote {} in {:.2f} s (total {:.2f} s): {:.1f}% of kernel time attributed to operators, "
                             "{:.1f}% to modules",

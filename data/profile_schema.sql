@@ -87,7 +87,9 @@ CREATE TABLE attribution (
   family            TEXT,           -- kernel family: base name with digits and templates stripped
   reason            TEXT,           -- why unattributed; NULL when attributed
   opaque            INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
-  opaque_backend    TEXT
+  opaque_backend    TEXT,
+  phase             TEXT NOT NULL,  -- forward | backward | optimizer | other
+  forward_op        TEXT            -- backward kernels: the forward operator they differentiate
 );
 
 -- The ncu metrics of the profile: present = 1 for those the ncu CSV had (kernel_metrics and
@@ -95,11 +97,12 @@ CREATE TABLE attribution (
 CREATE TABLE metrics (
   id        INTEGER PRIMARY KEY,
   name      TEXT NOT NULL,  -- full ncu name with rollup: dram__bytes_read.sum
-  unit      TEXT,           -- base unit as ncu printed it: byte, ns, %, cycle; '' for ratios
-  aggregate TEXT,           -- sum | wmean (weighted by timeline duration) | max
+  unit      TEXT,           -- base unit as ncu printed it (and the metric set declares): byte, ns, %, cycle; '' for none
+  aggregate TEXT,           -- sum | wmean (mean weighted by weight) | max
   axis      TEXT,           -- bottleneck axis: time, compute, tensor, fp32, dram, l1, l2, occupancy, ...
   reason    TEXT,           -- why the metric is in the set
-  present   INTEGER NOT NULL
+  present   INTEGER NOT NULL,
+  weight    TEXT            -- wmean: 'duration' (timeline kernel duration) or the sum metric weighting it; NULL otherwise
 );
 
 -- Counter values of the timeline kernels that ncu replayed; only values present.
@@ -126,7 +129,11 @@ CREATE TABLE ncu_rows (
   block_y           INTEGER,
   block_z           INTEGER,
   csv_line          INTEGER,              -- 1-based line in the CSV
-  matched_kernel_id INTEGER               -- kernels.id, NULL when unmatched
+  matched_kernel_id INTEGER,              -- kernels.id, NULL when unmatched
+  -- kernels.id of the kernel of the same name this row pairs with in invocation order although its grid or
+  -- block differ (another launch configuration: autotuned separately in the two runs); NULL otherwise. Equal
+  -- to matched_kernel_id, or with matched_kernel_id NULL when --strict-launch-config refused the pair.
+  launch_config_kernel_id INTEGER
 );
 
 -- Aggregates per operator, module and kernel family; id 0 has the most kernel time. Derived figures are
@@ -141,20 +148,29 @@ CREATE TABLE operators (
   counted_time_ns      INTEGER NOT NULL,  -- timeline time of the kernels with ncu counters
   dram_bytes           REAL,              -- DRAM read + write bytes
   dram_bandwidth_gbps  REAL,              -- DRAM bytes / ncu duration, GB/s (1e9 bytes per second)
-  flops                REAL,              -- floating-point operations
+  flops                REAL,              -- floating-point operations: the sum of the kinds below that are known
   arithmetic_intensity REAL,              -- flops per DRAM byte
   bottleneck           TEXT,              -- bottleneck class
-  bottleneck_why       TEXT               -- the figures behind it
+  bottleneck_why       TEXT,              -- the figures that decided it, the others, and the advice after "Next:"
+  tensor_flops         REAL,              -- FLOPs on the tensor cores (FP16, BF16, TF32, FP8, FP64 inputs)
+  fp32_flops           REAL,              -- FP32 FLOPs on the CUDA cores
+  fp16_flops           REAL,              -- FP16 FLOPs on the CUDA cores
+  fp64_flops           REAL,              -- FP64 FLOPs on the CUDA cores
+  gflops               REAL,              -- achieved: flops / ncu duration, GFLOP/s
+  tensor_gflops        REAL,              -- tensor_flops / ncu duration, GFLOP/s
+  fp32_gflops          REAL               -- fp32_flops / ncu duration, GFLOP/s
 );
 CREATE TABLE modules (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
   time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
-  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT, tensor_flops REAL, fp32_flops REAL, fp16_flops REAL,
+  fp64_flops REAL, gflops REAL, tensor_gflops REAL, fp32_gflops REAL
 );
 CREATE TABLE kernel_families (
   id INTEGER PRIMARY KEY, key TEXT NOT NULL, fused_ops TEXT, kernels INTEGER NOT NULL, time_ns INTEGER NOT NULL,
   time_share REAL NOT NULL, counted_time_ns INTEGER NOT NULL, dram_bytes REAL, dram_bandwidth_gbps REAL, flops REAL,
-  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT
+  arithmetic_intensity REAL, bottleneck TEXT, bottleneck_why TEXT, tensor_flops REAL, fp32_flops REAL, fp16_flops REAL,
+  fp64_flops REAL, gflops REAL, tensor_gflops REAL, fp32_gflops REAL
 );
 
 -- Aggregated counters of each group, long format (pivot on metric for a wide table).
@@ -184,7 +200,13 @@ CREATE TABLE coverage (
   ncu_matched                  INTEGER NOT NULL,
   ncu_unmatched_rows           INTEGER NOT NULL,
   ncu_unmatched_kernels        INTEGER NOT NULL,
-  ncu_grid_block_disagreements INTEGER NOT NULL
+  ncu_grid_block_disagreements INTEGER NOT NULL,
+  ncu_launch_config_differs    INTEGER NOT NULL,  -- ncu rows with a launch_config_kernel_id
+  ncu_strict_launch_config     INTEGER NOT NULL,  -- 1 when those pairs were refused
+  phase_forward_ns             INTEGER NOT NULL,  -- kernel time by attribution.phase
+  phase_backward_ns            INTEGER NOT NULL,
+  phase_optimizer_ns           INTEGER NOT NULL,
+  phase_other_ns               INTEGER NOT NULL
 );
 
 -- Unattributed kernel time by family and reason, largest first.
@@ -222,7 +244,7 @@ SELECT k.id, k.kind, n.name, n.mangled, k.pid, k.device, k.context, k.stream, k.
        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.correlation, k.external_id, k.graph_id,
        k.graph_node, k.registers_per_thread, k.shared_mem_bytes, k.bytes,
        a.path, a.confidence, a.op, a.top_op, a.module, a.module_source, a.fused_ops, a.fx_nodes,
-       a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend
+       a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend, a.phase, a.forward_op
 FROM kernels k
 JOIN kernel_names n ON n.id = k.name_id
 LEFT JOIN attribution a ON a.kernel_id = k.id;

@@ -4,7 +4,8 @@
 // operator; with the opprof tracer injected that string building, not the NVTX call, is most of its cost.
 // This observer registers one global RecordFunction callback that pushes the operator's own name (a
 // pointer into the schema, no formatting) into the NVTX domain "opprof.torch", with the RecordFunction
-// scope + 1 as the NVTX category, and pops it when the operator ends. Whatever NVTX injection is loaded
+// scope + 1 as the NVTX category and autograd's sequence number / forward thread in the payload
+// (tracer_log/format.hpp: encode_autograd_link), and pops it when the operator ends. Whatever NVTX injection is loaded
 // (the opprof tracer, Nsight Systems) records the ranges.
 //
 // Built against one torch's headers: the C++ ABI of RecordFunction is not stable across releases, so the
@@ -19,6 +20,7 @@
 #include <mutex>
 
 #include "contract/opprof_contract.h"
+#include "tracer_log/format.hpp"
 
 #ifndef OPPROF_TORCH_VERSION
 #error "OPPROF_TORCH_VERSION (the torch.__version__ built against) must be defined"
@@ -47,6 +49,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   attributes.category = static_cast<std::uint32_t>(fn.scope()) + 1;
   attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attributes.message.ascii = fn.name();
+  // Autograd's link: a forward operator's sequence number, and on a backward node the same number with
+  // its forward thread's id (what torch.profiler writes as "Sequence number" / "Fwd thread id").
+  if (const std::uint32_t link = opprof::tracelog::encode_autograd_link(fn.seqNr(), fn.forwardThreadId()); link != 0) {
+    attributes.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT32;
+    attributes.payload.uiValue = link;
+  }
   nvtxDomainRangePushEx(g_domain, &attributes);
   return nullptr;
 }

@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
                           static_cast<unsigned long long>(k.graph_node_id));
             },
             [&](const NvtxPushRecord& e) {
-              std::printf("first: push \"%s\" domain=\"%s\" tid=%llu ts=%llu\n", str(e.text_sid).c_str(),
-                          str(e.domain_sid).c_str(), static_cast<unsigned long long>(e.tid),
+              std::printf("first: push \"%s\" domain=\"%s\" tid=%llu payload=%u ts=%llu\n", str(e.text_sid).c_str(),
+                          str(e.domain_sid).c_str(), static_cast<unsigned long long>(e.tid), e.payload,
                           static_cast<unsigned long long>(e.ts_ns));
             },
             [&](const ApiCallRecord& a) {

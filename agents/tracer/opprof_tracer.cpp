@@ -195,6 +195,7 @@ struct StackItem {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
   std::uint32_t category;
+  std::uint32_t payload;  // NvtxPushRecord::payload
   int level;     // 0-based nesting level within its domain (what NVTX's push and pop return)
   bool written;  // the push record was written
 };
@@ -454,6 +455,9 @@ std::uint32_t message_sid(ThreadLog& t, const nvtxEventAttributes_t* a) {
 }
 
 std::uint32_t category_of(const nvtxEventAttributes_t* a) { return a == nullptr ? 0u : a->category; }
+std::uint32_t payload_of(const nvtxEventAttributes_t* a) {
+  return a != nullptr && a->payloadType == NVTX_PAYLOAD_TYPE_UNSIGNED_INT32 ? a->payload.uiValue : 0u;
+}
 
 // The level a new range of `dom` gets: one below the innermost open range of the domain, found from the top
 // of the stack (usually the top item itself: operators nest in operators).
@@ -465,7 +469,7 @@ int next_level(const ThreadLog& t, std::uint32_t dom) {
 
 // The text id is computed by the caller so the three push flavours share this body.
 template <typename TextFn>
-int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
+int push_range(std::uint32_t dom, std::uint32_t category, std::uint32_t payload, TextFn text) {
   ThreadLog& t = this_thread_log();
   Appending a(t);
   // Interned even outside the window: a graph node captured under this range names it by this id.
@@ -473,13 +477,13 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
   const std::uint64_t start = cupti_now();
   const bool write = nvtx_recording();
   if (write) {
-    NvtxPushRecord r{start, t.tid, sid, dom, category, 0};
+    NvtxPushRecord r{start, t.tid, sid, dom, category, payload};
     append(t, RecordType::kNvtxPush, r);
   } else {
     ++t.unwritten;  // written if a launch happens inside it once a window is open
   }
   const int level = next_level(t, dom);
-  t.stack.push_back(StackItem{nullptr, start, sid, dom, category, level, write});
+  t.stack.push_back(StackItem{nullptr, start, sid, dom, category, payload, level, write});
   return level;
 }
 
@@ -488,10 +492,10 @@ int push_range(std::uint32_t dom, std::uint32_t category, TextFn text) {
 // inside it, and its pop is dropped otherwise. The domain's contract is that the text stays valid until
 // the range is popped (the observer passes the RecordFunction's own name).
 // No Appending: the stack is the owner's alone, and nothing is appended to the buffer the exit flusher reads.
-int push_deferred(std::uint32_t dom, std::uint32_t category, const char* text) {
+int push_deferred(std::uint32_t dom, std::uint32_t category, std::uint32_t payload, const char* text) {
   ThreadLog& t = this_thread_log();
   const int level = next_level(t, dom);
-  t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, level, false});
+  t.stack.push_back(StackItem{text, cupti_now(), 0, dom, category, payload, level, false});
   ++t.unwritten;
   return level;
 }
@@ -506,7 +510,7 @@ void materialize(ThreadLog& t, bool write) {
       s.pending_text = nullptr;
     }
     if (write && !s.written) {
-      NvtxPushRecord r{s.start_ns, t.tid, s.text_sid, s.domain_sid, s.category, 0};
+      NvtxPushRecord r{s.start_ns, t.tid, s.text_sid, s.domain_sid, s.category, s.payload};
       append(t, RecordType::kNvtxPush, r);
       s.written = true;
       --t.unwritten;
@@ -613,11 +617,11 @@ nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
 }
 void NVTX_API RangeEnd(nvtxRangeId_t id) { end_range(id); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
-  return push_range(0, category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+  return push_range(0, category_of(a), payload_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
 }
-int NVTX_API RangePushA(const char* m) { return push_range(0, 0, [m](ThreadLog& t) { return intern(t, m); }); }
+int NVTX_API RangePushA(const char* m) { return push_range(0, 0, 0, [m](ThreadLog& t) { return intern(t, m); }); }
 int NVTX_API RangePushW(const wchar_t* m) {
-  return push_range(0, 0, [m](ThreadLog& t) { return intern_wide(t, m); });
+  return push_range(0, 0, 0, [m](ThreadLog& t) { return intern_wide(t, m); });
 }
 int NVTX_API RangePop() { return pop_range(0); }
 void NVTX_API NameCategoryA(uint32_t c, const char* n) { name_category(0, c, ascii_text, n); }
@@ -636,8 +640,8 @@ void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end_range(i
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   if (d != nullptr && reinterpret_cast<const Domain*>(d)->deferred && a != nullptr &&
       a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii != nullptr)
-    return push_deferred(domain_sid(d), a->category, a->message.ascii);
-  return push_range(domain_sid(d), category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
+    return push_deferred(domain_sid(d), a->category, payload_of(a), a->message.ascii);
+  return push_range(domain_sid(d), category_of(a), payload_of(a), [a](ThreadLog& t) { return message_sid(t, a); });
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t d) { return pop_range(domain_sid(d)); }
 void NVTX_API DomainNameCategoryA(nvtxDomainHandle_t d, uint32_t c, const char* n) {

@@ -32,7 +32,7 @@ inline constexpr char kMagic[8] = {'O', 'P', 'P', 'R', 'O', 'F', 'T', 'R'};
 // A reader refuses a newer major version (the meaning of records changed) and accepts any minor version
 // of its major (minor versions only add record types or append fields to payloads).
 inline constexpr std::uint16_t kFormatMajor = 1;
-inline constexpr std::uint16_t kFormatMinor = 1;  // 1.1: kCaptureLaunch
+inline constexpr std::uint16_t kFormatMinor = 2;  // 1.1: kCaptureLaunch; 1.2: NvtxPushRecord::payload
 
 // NVTX push/pop ranges of this domain (the opprof torch observer's PyTorch operators) are deferred by the
 // tracer: a range is written only if a kernel, memcpy or memset is launched inside it, its push record
@@ -192,9 +192,28 @@ struct NvtxPushRecord {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;  // 0: the default domain
   std::uint32_t category;
-  std::uint32_t reserved;
+  // The range's NVTX payload when it is an unsigned 32-bit one, else 0 (0 in logs before 1.2). The torch
+  // observer's operator ranges carry autograd's link there (encode_autograd_link).
+  std::uint32_t payload;
 };
 static_assert(sizeof(NvtxPushRecord) == 32);
+
+// The torch observer's payload on an operator range: autograd's sequence number and, on a backward node,
+// the RecordFunction thread id of its forward thread, in 32 bits: the id in the low 8 (255 for any above),
+// the number in the high 24 as (sequence number mod 2^24 - 1) + 1, 0 meaning none. A forward operator and
+// the backward node that differentiates it carry equal numbers; within a capture window two numbers 2^24 - 1
+// apart do not occur, so equal encodings are equal numbers.
+inline constexpr std::uint32_t kAutogradLinkSeqModulus = (1u << 24) - 1;
+constexpr std::uint32_t encode_autograd_link(std::int64_t sequence_nr, std::uint64_t forward_thread) {
+  if (sequence_nr < 0) return 0;
+  const auto seq = static_cast<std::uint32_t>(static_cast<std::uint64_t>(sequence_nr) % kAutogradLinkSeqModulus) + 1;
+  return (seq << 8) | static_cast<std::uint32_t>(forward_thread > 255 ? 255 : forward_thread);
+}
+// The inverse, up to the modulus: the sequence number's class (-1 for none) and the forward thread id.
+constexpr std::int64_t autograd_link_sequence_nr(std::uint32_t payload) {
+  return payload == 0 ? -1 : static_cast<std::int64_t>(payload >> 8) - 1;
+}
+constexpr std::uint64_t autograd_link_forward_thread(std::uint32_t payload) { return payload & 0xffu; }
 
 struct NvtxPopRecord {
   std::uint64_t ts_ns;

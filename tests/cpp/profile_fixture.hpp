@@ -114,6 +114,8 @@ struct TestProfile {
     attr.reason.push_back(s(reason));
     attr.opaque.push_back(*opaque_backend ? 1 : 0);
     attr.opaque_backend.push_back(s(opaque_backend));
+    attr.phase.push_back(path == AttributionPath::kNone && !*module ? Phase::kOther : Phase::kForward);
+    attr.forward_op.push_back(kNoString);
   }
 };
 
@@ -239,6 +241,7 @@ inline void build_test_profile(TestProfile& p) {
   NcuMatch& m = p.match;
   m.ncu_row_for_kernel = {0, 2, 1, kNoIndex, kNoIndex, kNoIndex, kNoIndex};
   m.kernel_for_ncu_row = {0, 2, 1, kNoIndex};
+  m.launch_config_kernel_for_ncu_row = {kNoIndex, kNoIndex, kNoIndex, kNoIndex};
   m.matched = 3;
   m.unmatched_rows = {3};
   m.unmatched_kernels = {3, 4, 6};

@@ -234,7 +234,7 @@ TEST_F(AnomalyProfile, NcuIdentitiesWithoutAGridCompareNamesAlone) {
   AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
   NcuTable ncu = ncu_like(b.tl);
   Anomalies anomalies;
-  NcuMatch m = match_ncu(b.tl, ncu, &anomalies);
+  NcuMatch m = match_ncu(b.tl, ncu, {}, &anomalies);
   EXPECT_EQ(m.matched, 2u);
   EXPECT_EQ(anomalies.count(AnomalyKind::kNcuMatchByNameOnly), 1u);
   std::string details =
@@ -243,7 +243,7 @@ TEST_F(AnomalyProfile, NcuIdentitiesWithoutAGridCompareNamesAlone) {
 
   Anomalies none;
   b.tl.kernels.grid[1] = {1, 1, 1};
-  match_ncu(b.tl, ncu_like(b.tl), &none);
+  match_ncu(b.tl, ncu_like(b.tl), {}, &none);
   EXPECT_TRUE(none.empty());
 }
 
@@ -256,7 +256,7 @@ TEST_F(AnomalyProfile, NcuSequencesTooFarApartArePairedByOccurrence) {
   NcuTable ncu = ncu_like(b.tl, AlignmentLimits{}.max_edit_distance + 1);
   AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
   Anomalies anomalies;
-  NcuMatch m = match_ncu(b.tl, ncu, &anomalies);
+  NcuMatch m = match_ncu(b.tl, ncu, {}, &anomalies);
   EXPECT_EQ(m.matched, 2u);
   EXPECT_EQ(anomalies.count(AnomalyKind::kNcuPairedByOccurrence), 1u);
   std::string details =
@@ -277,16 +277,13 @@ TEST_F(AnomalyProfile, AProfileWithoutAnomaliesReportsNone) {
   EXPECT_EQ(render_terminal_report(profile).find("Anomalies"), std::string::npos);
 }
 
-TEST_F(AnomalyProfile, AVersionOneProfileReadsAsOneWithoutAnomalies) {
+TEST_F(AnomalyProfile, AVersionOneProfileIsRefusedWithItsVersion) {
   Builder b = compiled_region_with_two_kernels();
-  InductorArtifacts ind;
-  ind.graphs.push_back(graph_of_two_kernels("graphs/first"));
-  ind.graphs.push_back(graph_of_two_kernels("graphs/second"));
   AttributionNotes notes;
-  AttributionTable a = attribute_timeline(b.tl, &ind, AttributionOptions{}, &notes);
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{}, &notes);
   const std::string path = write(b.tl, a, notes.anomalies).path();
   {
-    // What opprof wrote before the anomalies table existed.
+    // What opprof wrote before the anomalies table, the metrics' weights and the FLOP columns existed.
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(sqlite3_exec(db,
@@ -296,9 +293,10 @@ TEST_F(AnomalyProfile, AVersionOneProfileReadsAsOneWithoutAnomalies) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  ProfileReader old(path);
-  EXPECT_EQ(old.schema_version(), 1);
-  EXPECT_TRUE(old.anomalies().empty());
-  simdjson::dom::element doc = parser.parse(render_json_report(old));
-  EXPECT_EQ(doc["anomalies"].get_object().size(), 0u);
+  try {
+    ProfileReader old(path);
+    ADD_FAILURE() << "a version 1 profile was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("profile has schema version 1"), std::string::npos) << e.what();
+  }
 }

@@ -236,3 +236,95 @@ TEST(AlignInOrder, FindsTheLongestCommonSubsequence) {
   auto greedy = align_in_order(a.size(), b.size(), same, /*max_cells=*/1);
   EXPECT_EQ(greedy.size(), 3u);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Phases
+
+namespace {
+
+constexpr std::uint64_t kAutogradTid = 9;
+
+// A training step: forward in module h.0.mlp on the main thread, the backward node on autograd's thread,
+// the optimizer step after it.
+struct TrainingStep {
+  Builder b;
+  std::size_t addmm = 0, backward_node = 0;
+  std::size_t fwd_kernel = 0, bwd_kernel = 0, bwd_unlinked = 0, opt_kernel = 0, foreach_kernel = 0, seed = 0;
+
+  explicit TrainingStep(bool flows) {
+    b.range(RangeKind::kModule, "h.0.mlp", 100, 500);
+    b.range(RangeKind::kOperator, "aten::linear", 110, 300);
+    addmm = b.range(RangeKind::kOperator, "aten::addmm", 120, 290);
+    b.tl.ranges.sequence_nr[addmm] = 48;
+    auto linear = static_cast<std::size_t>(addmm - 1);
+    b.tl.ranges.sequence_nr[linear] = 47;  // aten::linear saw the number of the node aten::t created
+    fwd_kernel = b.kernel("gemm", 130, 2000, 2100);
+    seed = b.kernel("fill_kernel", 600, 2150, 2160);  // the gradient seed, outside every operator
+    auto engine = b.range(RangeKind::kOperator, "autograd::engine::evaluate_function: AddmmBackward0", 1000, 1200,
+                          kAutogradTid);
+    backward_node = b.range(RangeKind::kOperator, "AddmmBackward0", 1010, 1190, kAutogradTid);
+    for (auto r : {engine, backward_node}) {
+      b.tl.ranges.sequence_nr[r] = 48;
+      b.tl.ranges.forward_thread[r] = 1;
+    }
+    b.range(RangeKind::kOperator, "aten::mm", 1020, 1100, kAutogradTid);
+    bwd_kernel = b.kernel("gemm", 1030, 3000, 3100, 7, true, kAutogradTid);
+    // A node the profiler numbered for no recorded forward operator.
+    auto orphan = b.range(RangeKind::kOperator, "autograd::engine::evaluate_function: MulBackward0", 1300, 1400,
+                          kAutogradTid);
+    b.tl.ranges.sequence_nr[orphan] = 12;
+    b.tl.ranges.forward_thread[orphan] = 1;
+    bwd_unlinked = b.kernel("mul_kernel", 1310, 3200, 3210, 7, true, kAutogradTid);
+    b.tl.ranges.add(RangeKind::kAnnotation, RangeScope::kThread, b.tl.strings.intern("Optimizer.step#AdamW.step"),
+                    b.tl.strings.intern("user_annotation"), kPid, kTid, 2000, 2500);
+    b.range(RangeKind::kOperator, "aten::_fused_adamw_", 2010, 2400);
+    opt_kernel = b.kernel("fused_adamw_kernel", 2020, 4000, 4100);
+    b.range(RangeKind::kOperator, "aten::_foreach_norm", 2600, 2700);  // grad clipping, outside the step
+    foreach_kernel = b.kernel("multi_tensor_apply_kernel", 2610, 4200, 4300);
+    if (flows) b.tl.autograd_links.push_back({static_cast<std::uint32_t>(addmm), static_cast<std::uint32_t>(backward_node)});
+  }
+};
+
+}  // namespace
+
+TEST(AttributionPhases, BackwardKernelsGetTheirForwardOperatorsModuleAndOptimizerKernelsTheStep) {
+  for (bool flows : {true, false}) {
+    SCOPED_TRACE(flows ? "linked by the fwdbwd flow" : "linked by sequence number");
+    TrainingStep s(flows);
+    AttributionNotes notes;
+    AttributionTable a = attribute_timeline(s.b.tl, nullptr, AttributionOptions{}, &notes);
+    EXPECT_EQ(a.phase[s.fwd_kernel], Phase::kForward);
+    EXPECT_EQ(a.forward_op[s.fwd_kernel], kNoString);
+
+    EXPECT_EQ(a.phase[s.bwd_kernel], Phase::kBackward);
+    EXPECT_EQ(s.b.op(a, s.bwd_kernel), "aten::mm") << "the operator stays the one that launched it";
+    EXPECT_EQ(s.b.tl.str(a.forward_op[s.bwd_kernel]), "aten::addmm");
+    EXPECT_EQ(s.b.module(a, s.bwd_kernel), "h.0.mlp");
+    EXPECT_EQ(a.module_source[s.bwd_kernel], ModuleSource::kForwardOp);
+
+    EXPECT_EQ(a.phase[s.bwd_unlinked], Phase::kBackward);
+    EXPECT_EQ(a.module[s.bwd_unlinked], kNoString) << "no forward operator has its number";
+    EXPECT_EQ(a.forward_op[s.bwd_unlinked], kNoString);
+
+    EXPECT_EQ(a.phase[s.opt_kernel], Phase::kOptimizer);
+    EXPECT_EQ(s.b.module(a, s.opt_kernel), "optimizer: AdamW");
+    EXPECT_EQ(a.module_source[s.opt_kernel], ModuleSource::kOptimizerStep);
+    EXPECT_EQ(a.phase[s.foreach_kernel], Phase::kOptimizer);
+    EXPECT_EQ(s.b.module(a, s.foreach_kernel), "optimizer");
+
+    EXPECT_EQ(a.phase[s.seed], Phase::kOther);
+    ASSERT_FALSE(notes.lines.empty());
+    EXPECT_NE(notes.lines.back().find("2 backward kernels (1 linked"), std::string::npos) << notes.lines.back();
+  }
+}
+
+TEST(AttributionPhases, SequenceNumbersOfSeveralForwardThreadsNeedTheFlowsThreadMap) {
+  // Two threads ran numbered forward operators with the same number: without a flow naming which
+  // RecordFunction thread is which, the link would be a guess, so none is made.
+  TrainingStep s(false);
+  auto other = s.b.range(RangeKind::kOperator, "aten::addmm", 120, 290, /*tid=*/33);
+  s.b.tl.ranges.sequence_nr[other] = 48;
+  AttributionTable a = attribute_timeline(s.b.tl, nullptr, AttributionOptions{});
+  EXPECT_EQ(a.phase[s.bwd_kernel], Phase::kBackward);
+  EXPECT_EQ(a.forward_op[s.bwd_kernel], kNoString);
+}

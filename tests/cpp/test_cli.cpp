@@ -113,11 +113,38 @@ TEST_F(Cli, MissingFilesAndUnknownMetricsAreInputErrors) {
   Result missing = run("attribute -q --trace " + path("nope.json") + " -o " + db);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.output.find("nope.json"), std::string::npos);
-  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\n");
+  write("m.tsv", "# mine\ndram__bytes_reed.sum\tsum\tdram\t*\t\ttypo\tbyte\n");
   Result metric = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("m.tsv") + " -o " + db);
   EXPECT_EQ(metric.status, 2);
   EXPECT_NE(metric.output.find(path("m.tsv") + ":2:"), std::string::npos) << metric.output;
   EXPECT_NE(metric.output.find("unknown metric"), std::string::npos) << metric.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, ACaptureInOtherUnitsThanTheMetricSetIsRefused) {
+  // A unit the chip's catalog contradicts is refused before the CSV is read, at the metric set's line.
+  std::string db = path("p.db");
+  const std::string inputs =
+      " --trace " + fixture("microkernels/trace.json.gz") + " --ncu " + fixture("microkernels/ncu.csv.gz");
+  write("m.tsv", "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+                 "dram__bytes_read.sum\tsum\tdram\t*\t\tbytes read\tsector\n");
+  Result catalog = run("attribute -q" + inputs + " --metrics " + path("m.tsv") + " -o " + db);
+  EXPECT_EQ(catalog.status, 2) << catalog.output;
+  EXPECT_EQ(count_lines(catalog.output), 1) << catalog.output;
+  EXPECT_NE(catalog.output.find(path("m.tsv") + ":2:1: dram__bytes_read.sum: declares unit 'sector', ncu prints 'byte'"),
+            std::string::npos)
+      << catalog.output;
+  // Launch figures are not in the catalog: the capture's units row refuses them, at the unit's cell.
+  write("m.tsv", "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+                 "launch__registers_per_thread\tmax\tlaunch\t*\t\tregisters\tregister\n");
+  Result csv = run("attribute -q" + inputs + " --metrics " + path("m.tsv") + " -o " + db);
+  EXPECT_EQ(csv.status, 2) << csv.output;
+  EXPECT_EQ(count_lines(csv.output), 1) << csv.output;
+  EXPECT_NE(csv.output.find(fixture("microkernels/ncu.csv.gz") + ":"), std::string::npos) << csv.output;
+  EXPECT_NE(csv.output.find("\"launch__registers_per_thread\" is in \"register/thread\", but " + path("m.tsv") +
+                            ":2 declares \"register\""),
+            std::string::npos)
+      << csv.output;
   EXPECT_FALSE(fs::exists(db));
 }
 
@@ -271,6 +298,113 @@ TEST_F(Cli, CompareExitsZeroOneOrTwo) {
   Result pct = run("compare " + a + " " + b + " --min-agreement 150");
   EXPECT_EQ(pct.status, 2);
   EXPECT_EQ(count_lines(pct.output), 1) << pct.output;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inputs that do not fit the capture: an error where the result would be wrong, a warning where it would be
+// incomplete.
+
+TEST_F(Cli, AnInductorDirectoryOfAnotherModelIsRefused) {
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + fixture("gpt2_compiled/trace.json.gz") + " --inductor " +
+                 fixture("inductor/mlp") + " -o " + db);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(fixture("inductor/mlp") + ": none of the 1 kernels Inductor generated in this directory "
+                                                     "occurs in the trace"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, AnInductorGraphThatRanInNoKernelIsAWarning) {
+  // The captured run's graph next to another model's.
+  fs::create_directories(dir_ / "inductor");
+  fs::copy(fixture("gpt2_compiled/inductor/model__0_inference_0.0"), dir_ / "inductor" / "model__0_inference_0.0");
+  fs::copy(fixture("inductor/mlp"), dir_ / "inductor" / "mlp_forward");
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + fixture("gpt2_compiled/trace.json.gz") + " --inductor " + path("inductor") +
+                 " -o " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("opprof: warning: Inductor graph " + path("inductor/mlp_forward") +
+                          " ran in none of the trace's kernels"),
+            std::string::npos)
+      << r.output;
+  Result report = run("report " + db);
+  EXPECT_NE(report.output.find("warning: Inductor graph " + path("inductor/mlp_forward")), std::string::npos)
+      << report.output;
+}
+
+TEST_F(Cli, ACompiledTraceWithoutInductorDirectoryWarns) {
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + fixture("gpt2_compiled/trace.json.gz") + " -o " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("opprof: warning: the trace is of a compiled model ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pass that directory with --inductor"), std::string::npos) << r.output;
+  Result j = run("report --json " + db);
+  EXPECT_NE(j.output.find("the trace is of a compiled model"), std::string::npos) << j.output;
+  // An eager trace gets no such warning.
+  Result eager = run("attribute -q --trace " + fixture("gpt2_eager/trace.json.gz") + " -o " + path("e.db"));
+  ASSERT_EQ(eager.status, 0) << eager.output;
+  EXPECT_EQ(eager.output, "");
+}
+
+TEST_F(Cli, AMetricFileForNoChipOfTheCaptureIsRefused) {
+  // An A100 metric set on an H200 capture: every operator would be "unmeasured".
+  write("a100.tsv", "# for the A100 only\nsm__throughput.avg.pct_of_peak_sustained_elapsed\twmean\tcompute\tga100\t\tSM\n"
+                    "dram__bytes_read.sum\tsum\tdram\tga100\t\tDRAM\n");
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("a100.tsv") + " -o " + db);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find(path("a100.tsv") + ":2:1: no row of the metric set applies to this capture: its rows are "
+                                             "for ga100 only, and the capture ran on gh100"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(db));
+}
+
+TEST_F(Cli, StrictLaunchConfigIsAFlagOfAttribute) {
+  std::string db = path("p.db");
+  Result r = run("attribute -q --strict-launch-config --trace " + fixture("gpt2_compiled/trace.json.gz") + " --ncu " +
+                 fixture("gpt2_compiled/ncu.csv.gz") + " --inductor " + fixture("gpt2_compiled/inductor") + " -o " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  Result j = run("report --json " + db);
+  EXPECT_NE(j.output.find("\"launch_config_differs\": 0"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"strict_launch_config\": true"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"by_phase\""), std::string::npos) << j.output;
+}
+
+TEST_F(Cli, ATimelineAndAnNcuCsvOfTwoRunsReportAnotherLaunchConfiguration) {
+  // tests/fixtures/field: Inductor autotuned 14 Triton kernels of GPT-2 differently in ncu's run.
+  const std::string dir = fixture("field/gpt2_default");
+  std::string db = path("p.db");
+  Result a = run("attribute -q --trace " + dir + "/trace.json.gz --ncu " + dir + "/ncu.csv.gz --inductor " + dir +
+                 "/inductor -o " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+  EXPECT_NE(a.output.find("opprof: warning: 14 ncu rows pair with a kernel of the same name whose grid or block "
+                          "differ"),
+            std::string::npos)
+      << a.output;
+  Result j = run("report --json " + db);
+  EXPECT_NE(j.output.find("\"launch_config_differs\": 14"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"unmatched_rows\": 0"), std::string::npos) << j.output;
+  Result t = run("report " + db);
+  EXPECT_NE(t.output.find("warning: 14 ncu row(s) matched a kernel whose grid or block differ: their counters come "
+                          "from another launch configuration of the same kernel"),
+            std::string::npos)
+      << t.output;
+  EXPECT_NE(t.output.find("126 matched to kernels (base name + grid + block, 14 of them of another launch "
+                          "configuration)"),
+            std::string::npos)
+      << t.output;
+
+  Result strict = run("attribute -q --strict-launch-config --trace " + dir + "/trace.json.gz --ncu " + dir +
+                      "/ncu.csv.gz --inductor " + dir + "/inductor -o " + path("s.db"));
+  ASSERT_EQ(strict.status, 0) << strict.output;
+  Result sj = run("report --json " + path("s.db"));
+  EXPECT_NE(sj.output.find("\"unmatched_rows\": 14"), std::string::npos) << sj.output;
+  EXPECT_NE(sj.output.find("\"strict_launch_config\": true"), std::string::npos) << sj.output;
 }
 
 namespace {

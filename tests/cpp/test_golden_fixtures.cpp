@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -28,10 +29,30 @@ Profiled run(const std::string& name, bool compiled) {
   return p;
 }
 
+// The counters metric-set format 2 (issue 13) added: these captures were made with the set before it, so
+// they lack exactly these and have every other metric of the set.
+const std::set<std::string> kAddedAfterTheCapture = {
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "lts__t_sectors.sum",
+    "l1tex__t_sectors.sum",
+    "smsp__inst_issued.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__ops_path_tensor_src_fp64.sum",
+};
+
 void expect_exact_matching(const Profiled& p) {
   opprof::testing::expect_ncu_matches_every_kernel(p.timeline(), *p.ncu, *p.match);
   EXPECT_EQ(p.match->matched, p.coverage.kernels);
-  EXPECT_TRUE(p.kernel_metrics.missing.empty());
+  for (const std::string& m : p.kernel_metrics.missing) EXPECT_EQ(kAddedAfterTheCapture.count(m), 1u) << m;
 }
 
 const GroupStats* find_group(const std::vector<GroupStats>& groups, const std::string& key) {

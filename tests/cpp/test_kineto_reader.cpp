@@ -770,3 +770,66 @@ TEST(JsonDiagnose, NamesTheFirstBrokenByteAndWhatWasExpected) {
     EXPECT_EQ(problem->message, c.message) << c.text;
   }
 }
+
+// A training step as torch.profiler(with_modules=True) writes it: module calls as python_function events,
+// sequence numbers on forward and backward operators, and fwdbwd flows between them.
+TEST_F(KinetoReaderTest, AutogradSequenceNumbersFlowsAndPythonModuleRanges) {
+  auto flow = [](const std::string& ph, const std::string& id, const std::string& tid, const std::string& ts) {
+    return "  {\"ph\": \"" + ph + "\", \"id\": " + id + ", \"pid\": 10, \"tid\": " + tid + ", \"ts\": " + ts +
+           ", \"cat\": \"fwdbwd\", \"name\": \"fwdbwd\"" + (ph == "f" ? ", \"bp\": \"e\"" : "") + "}";
+  };
+  const std::string text = trace({
+      event("python_function", "nn.Module: GPT2Model_0", "10", "11", "100", "50", "\"Python id\": 1"),
+      event("python_function", "nn.Module: GPT2Block_3", "10", "11", "110", "20", "\"Python id\": 2"),
+      event("python_function", "nn.Module: Conv1D_12", "10", "11", "111", "5", "\"Python id\": 3"),
+      event("python_function", "nn.Module: Conv1D_13", "10", "11", "120", "5", "\"Python id\": 4"),
+      event("python_function", "torch/nn/functional.py(2901): gelu", "10", "11", "121", "1", "\"Python id\": 5"),
+      event("cpu_op", "aten::addmm", "10", "11", "112", "2",
+            "\"External id\": 7, \"Record function id\": 0, \"Sequence number\": 48, \"Fwd thread id\": 0, "
+            "\"Input Dims\": [[2, 3]], \"Ev Idx\": 3"),
+      event("cpu_op", "aten::view", "10", "11", "115", "1",
+            "\"External id\": 8, \"Record function id\": 0, \"Input Dims\": [[6]], \"Sequence number\": 99"),
+      event("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", "10", "20", "300", "9",
+            "\"External id\": 513, \"Record function id\": 0, \"Sequence number\": 48, \"Fwd thread id\": 1"),
+      event("cpu_op", "AddmmBackward0", "10", "20", "301", "7",
+            "\"External id\": 514, \"Record function id\": 0, \"Sequence number\": 48, \"Fwd thread id\": 1"),
+      flow("s", "1", "11", "112"),
+      flow("f", "1", "20", "301"),
+      "  {\"ph\": \"s\", \"id\": 5, \"pid\": 10, \"tid\": 11, \"ts\": 112, \"cat\": \"ac2g\", \"name\": \"ac2g\"}",
+  });
+  Timeline tl = read_kineto_trace(write("t.json", text));
+  const auto& r = tl.ranges;
+  ASSERT_EQ(r.size(), 9u);
+  // Module calls nest into paths; other Python frames stay frames.
+  EXPECT_EQ(r.kind[0], RangeKind::kModule);
+  EXPECT_EQ(tl.str(r.text[0]), "GPT2Model_0");
+  EXPECT_EQ(tl.str(r.text[1]), "GPT2Model_0/GPT2Block_3");
+  EXPECT_EQ(tl.str(r.text[2]), "GPT2Model_0/GPT2Block_3/Conv1D_12");
+  EXPECT_EQ(tl.str(r.text[3]), "GPT2Model_0/GPT2Block_3/Conv1D_13");
+  EXPECT_EQ(r.kind[4], RangeKind::kOther);
+  // Sequence numbers and forward threads; reading stops before the shapes, which come after them.
+  EXPECT_EQ(r.sequence_nr[5], 48);
+  EXPECT_EQ(r.forward_thread[5], 0u);
+  EXPECT_EQ(r.sequence_nr[6], kNoSequenceNr) << "the sequence number after the shapes is not read";
+  EXPECT_EQ(r.sequence_nr[7], 48);
+  EXPECT_EQ(r.forward_thread[7], 1u);
+  EXPECT_EQ(r.sequence_nr[8], 48);
+  EXPECT_EQ(r.sequence_nr[0], kNoSequenceNr);
+  // The fwdbwd flow links the forward operator to the backward node it lands on; ac2g flows are ignored.
+  ASSERT_EQ(tl.autograd_links.size(), 1u);
+  EXPECT_EQ(tl.autograd_links[0].forward_range, 5u);
+  EXPECT_EQ(tl.autograd_links[0].backward_range, 8u);
+  EXPECT_EQ(tl.metadata.at("trace.ignored_events.ph_s"), "1");
+}
+
+TEST_F(KinetoReaderTest, PythonModuleEventsGiveWayToOpprofsModuleAnnotations) {
+  const std::string text = trace({
+      event("user_annotation", "nn.Module: transformer.h.0", "10", "11", "100", "50", "\"External id\": 1"),
+      event("python_function", "nn.Module: GPT2Block_0", "10", "11", "100", "50", "\"Python id\": 2"),
+  });
+  Timeline tl = read_kineto_trace(write("t.json", text));
+  ASSERT_EQ(tl.ranges.size(), 2u);
+  EXPECT_EQ(tl.ranges.kind[0], RangeKind::kModule);
+  EXPECT_EQ(tl.str(tl.ranges.text[0]), "transformer.h.0");
+  EXPECT_EQ(tl.ranges.kind[1], RangeKind::kOther) << "the hooks' attribute paths are the module ranges";
+}

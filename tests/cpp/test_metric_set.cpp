@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/metrics/metric_set.hpp"
 #include "opprof/util/error.hpp"
 
@@ -26,10 +27,10 @@ TEST(MetricSet, DefaultSetCoversEveryBottleneckAxis) {
 
 TEST(MetricSet, ValidationRejectsUnknownNamesAndBadSuffixes) {
   MetricSet set = parse_metric_set(
-      "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\n"
-      "lts__t_sector_hit_rate.sum\twmean\tl2\n"
-      "dram__bytes_read.sum.bogus\tsum\tdram\n"
-      "dram__bytes_write.sum\tsum\tdram\n",
+      "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\t\t%\tduration\n"
+      "lts__t_sector_hit_rate.sum\twmean\tl2\t*\t\t\t%\tduration\n"
+      "dram__bytes_read.sum.bogus\tsum\tdram\t*\t\t\tbyte\n"
+      "dram__bytes_write.sum\tsum\tdram\t*\t\t\tbyte\n",
       "user.tsv");
   auto problems = validate_metric_names(set, builtin_metric_catalog("gh100"));
   ASSERT_EQ(problems.size(), 3u);
@@ -48,9 +49,10 @@ TEST(MetricSet, ValidationRejectsUnknownNamesAndBadSuffixes) {
 
 TEST(MetricSet, ChipRowsReplaceTheirStarMetric) {
   MetricSet set = parse_metric_set(
-      "a__x.sum\tsum\tdram\t*\n"
-      "b__y.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\n"
-      "c__z.avg.pct_of_peak_sustained_active\twmean\ttensor\tgb100\tb__y.avg.pct_of_peak_sustained_active\tnew name\n",
+      "a__x.sum\tsum\tdram\t*\t\t\tbyte\n"
+      "b__y.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\t\t%\tduration\n"
+      "c__z.avg.pct_of_peak_sustained_active\twmean\ttensor\tgb100\tb__y.avg.pct_of_peak_sustained_active\tnew name\t%\t"
+      "duration\n",
       "t.tsv");
   auto gh = set.for_chip("gh100");
   ASSERT_EQ(gh.metrics.size(), 2u);
@@ -85,4 +87,93 @@ TEST(MetricSet, ChipForCaptureReadsEitherCapabilitySpelling) {
   EXPECT_EQ(chip_for_capture({{"device.0.cc", "8.0"}}), "ga100");
   EXPECT_EQ(chip_for_capture({{"device.0.name", "NVIDIA A100"}, {"device.0.compute_major", "x"}}), "ga100");
   EXPECT_EQ(chip_for_capture({}), "");
+}
+
+TEST(MetricSet, EveryDefaultMetricDeclaresItsUnitAndEveryMeanItsWeight) {
+  for (const char* chip : {"*", "gh100", "ga100", "ga102", "ad102", "gb100"}) {
+    MetricSet set = default_metric_set().for_chip(chip);
+    for (const MetricSpec& m : set.metrics) {
+      if (m.aggregate != Aggregate::kWeightedMean) {
+        EXPECT_TRUE(m.weight.empty()) << m.name;
+        continue;
+      }
+      ASSERT_FALSE(m.weight.empty()) << m.name;
+      if (m.weight == kDurationWeight) continue;
+      const MetricSpec* w = set.find(m.weight);
+      ASSERT_NE(w, nullptr) << chip << ": " << m.name << " is weighted by " << m.weight;
+      EXPECT_EQ(w->aggregate, Aggregate::kSum) << m.weight;
+    }
+  }
+  // Ratios of a count go by that count, not by time.
+  MetricSet set = default_metric_set();
+  EXPECT_EQ(set.find("lts__t_sector_hit_rate.pct")->weight, "lts__t_sectors.sum");
+  EXPECT_EQ(set.find("l1tex__t_sector_hit_rate.pct")->weight, "l1tex__t_sectors.sum");
+  EXPECT_EQ(set.find("smsp__average_warp_latency_per_inst_issued.ratio")->weight, "smsp__inst_issued.sum");
+  EXPECT_EQ(set.find("dram__throughput.avg.pct_of_peak_sustained_elapsed")->weight, kDurationWeight);
+}
+
+TEST(MetricSet, DefaultUnitsAreWhatNcuPrintsOnTheH200) {
+  // Launch and device figures are not in the catalog; an H200 capture's units row says what ncu prints.
+  NcuTable t = read_ncu_csv(std::string(OPPROF_FIXTURES_DIR) + "/gpt2_eager/ncu.csv.gz");
+  std::size_t checked = 0;
+  for (const MetricSpec& m : default_metric_set().for_chip("gh100").metrics) {
+    std::size_t col = t.metric_index(m.name);
+    if (col == NcuTable::npos) continue;
+    EXPECT_EQ(t.metric_units[col], m.unit) << m.name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 24u);  // the capture predates the counters added in format version 2
+}
+
+TEST(MetricSet, UnitsAndWeightsAreRequiredWhereTheyApply) {
+  auto error = [](const std::string& text) {
+    try {
+      parse_metric_set(text, "m.tsv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("a__x.sum\tsum\tdram\t*\t\tbytes\n").find("m.tsv:1:28: metric a__x.sum declares no unit"),
+            std::string::npos)
+      << error("a__x.sum\tsum\tdram\t*\t\tbytes\n");
+  std::string no_weight = error("a__x.pct\twmean\tl2\t*\t\thit rate\t%\n");
+  EXPECT_NE(no_weight.find("m.tsv:1:"), std::string::npos) << no_weight;
+  EXPECT_NE(no_weight.find("declares no weight"), std::string::npos) << no_weight;
+  std::string unknown = error("a__x.pct\twmean\tl2\t*\t\thit rate\t%\tb__sectors.sum\n");
+  EXPECT_NE(unknown.find("m.tsv:1:33: the weight of a__x.pct is b__sectors.sum, which is not a metric"),
+            std::string::npos)
+      << unknown;
+  std::string not_sum = error("b__y.max\tmax\tl2\t*\t\t\tblock\na__x.pct\twmean\tl2\t*\t\t\t%\tb__y.max\n");
+  EXPECT_NE(not_sum.find("a weight must be a sum"), std::string::npos) << not_sum;
+  std::string weighted_sum = error("b__y.sum\tsum\tl2\t*\t\t\tsector\tduration\n");
+  EXPECT_NE(weighted_sum.find("takes no weight"), std::string::npos) << weighted_sum;
+  MetricSet ok = parse_metric_set("b__y.sum\tsum\tl2\t*\t\t\tsector\na__x.pct\twmean\tl2\t*\t\t\t%\tb__y.sum\n"
+                                  "c__z.ratio\twmean\tissue\t*\t\t\t-\tduration\n",
+                                  "m.tsv");
+  EXPECT_EQ(ok.find("a__x.pct")->weight, "b__y.sum");
+  EXPECT_EQ(ok.find("c__z.ratio")->unit, "");  // '-': ncu prints no unit
+}
+
+TEST(MetricSet, ChipRowsTakeOverTheWeightOfWhatTheyReplace) {
+  MetricSet set = parse_metric_set(
+      "a__sectors.sum\tsum\tl2\t*\t\t\tsector\n"
+      "a__hit.pct\twmean\tl2\t*\t\t\t%\ta__sectors.sum\n"
+      "b__sectors.sum\tsum\tl2\tgb100\ta__sectors.sum\t\tsector\n",
+      "m.tsv");
+  EXPECT_EQ(set.for_chip("gh100").find("a__hit.pct")->weight, "a__sectors.sum");
+  EXPECT_EQ(set.for_chip("gb100").find("a__hit.pct")->weight, "b__sectors.sum");
+}
+
+TEST(MetricSet, CheckRefusesAUnitOtherThanTheCatalogs) {
+  MetricSet set = parse_metric_set(
+      "lts__t_sectors.sum\tsum\tl2\t*\t\t\tbyte\n"
+      "lts__t_sector_hit_rate.pct\twmean\tl2\t*\t\t\t%\tlts__t_sectors.sum\n"
+      "sm__ops_path_tensor_src_bf16_dst_fp32.sum\tsum\ttensor\t*\t\t\t-\n",
+      "u.tsv");
+  auto problems = validate_metric_names(set, builtin_metric_catalog("gh100"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("u.tsv:1: lts__t_sectors.sum: declares unit 'byte', ncu prints 'sector'"),
+            std::string::npos)
+      << problems[0];
 }

@@ -174,11 +174,12 @@ TEST(NcuCsv, RejectsScaledUnitsNamingColumnUnitAndTheFix) {
 TEST(NcuCsv, TellsBaseUnitsFromScaledOnes) {
   for (const char* unit : {"byte", "ns", "%", "cycle", "inst", "warp", "sector", "block", "thread", "register/thread",
                            "byte/block", "SM", "pass", "cluster", "request", "byte/second", "inst/cycle", "cycle/warp",
-                           "inst/warp", "byte/sector", "thread/warp", "register", "branches", "ops", "tag", ""}) {
+                           "inst/warp", "byte/sector", "thread/warp", "register", "branches", "ops", "tag", "",
+                           "byte/s", "sector/s"}) {
     std::string path = write_temp("unit.csv", small_csv({{"m.sum", unit}}, {{"k", "(1, 1, 1)", "(32, 1, 1)", "5"}}));
     EXPECT_EQ(read_error(path), "") << unit;
   }
-  for (const char* unit : {"Kbyte", "Mbyte", "Gbyte", "Tbyte", "KB", "MiB", "usecond", "msecond", "nsecond", "second",
+  for (const char* unit : {"Kbyte", "Mbyte", "Gbyte", "Tbyte", "KB", "MiB", "usecond", "msecond", "nsecond", "second", "s",
                            "us", "ms", "Kinst", "Minst", "Kcycle", "Mcycle", "byte/usecond", "Gbyte/second",
                            "Tbyte/second", "cycle/nsecond", "cycle/usecond", "Mhz", "Ghz", "GHz", "Kwarp", "Msector",
                            "Krequest", "Kthread"}) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "golden_checks.hpp"
+#include "opprof/ingest/kineto.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/match/sequence_align.hpp"
@@ -590,4 +592,100 @@ TEST(NcuMatch, TheRealCompiledGpt2StepMatchesTheEndOfTheWholeProcessReplay) {
   for (std::uint32_t k = 0; k < 157; ++k) EXPECT_EQ(m.ncu_row_for_kernel[k], 472 + k);
   EXPECT_EQ(m.notes.front(), "matched 157 of 157 timeline kernels and 157 of 629 ncu rows by kernel name, grid and block");
   EXPECT_TRUE(any_note_contains(m, "ncu IDs 0-471 (472 rows: ")) << all_notes(m);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Launch configurations that differ between the timeline's run and ncu's
+
+namespace {
+
+// A compiled step as two processes that autotuned apart record it: the same kernels in the same order,
+// two Triton kernels with another grid and block in ncu's run.
+std::vector<K> autotuned_step(bool ncu_run) {
+  const Dim3 g1 = ncu_run ? Dim3{1536, 1, 1} : Dim3{3072, 1, 1};
+  const Dim3 b1 = ncu_run ? Dim3{128, 1, 1} : Dim3{256, 1, 1};
+  const Dim3 b2 = ncu_run ? Dim3{64, 1, 1} : Dim3{128, 1, 1};
+  return {{"gemm", {12, 4, 1}, {256, 1, 1}}, {"triton_poi_fused_add_0", g1, b1}, {"gemm", {12, 4, 1}, {256, 1, 1}},
+          {"triton_red_fused_sum_1", {64, 1, 1}, b2}, {"triton_poi_fused_add_0", g1, b1},
+          {"triton_per_fused_layer_norm_2", {96, 1, 1}, {128, 1, 1}}};
+}
+
+}  // namespace
+
+TEST(NcuMatch, AnotherLaunchConfigurationOfTheSameKernelPairsInOrderAndIsFlagged) {
+  Timeline tl = make_timeline(autotuned_step(false));
+  NcuTable ncu = make_ncu(autotuned_step(true));
+  NcuMatch m = match_ncu(tl, ncu);
+  EXPECT_EQ(rows_of(m), (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(m.unmatched_rows.empty());
+  EXPECT_TRUE(m.unmatched_kernels.empty());
+  EXPECT_EQ(m.launch_config_differs, 3u);
+  EXPECT_EQ(m.launch_config_kernel_for_ncu_row, (std::vector<std::uint32_t>{kNone, 1, kNone, 3, 4, kNone}));
+  EXPECT_EQ(m.grid_block_disagreements, 0u) << "pairs of one identity only";
+  EXPECT_FALSE(m.strict_launch_config);
+  EXPECT_TRUE(any_note_contains(m, "3 ncu rows matched a kernel of the same name and invocation order whose grid or "
+                                   "block differ"))
+      << all_notes(m);
+  EXPECT_TRUE(any_note_contains(m, "triton_poi_fused_add_0 grid 3072x1x1 block 256x1x1 in the timeline, grid "
+                                   "1536x1x1 block 128x1x1 in ncu (2x)"))
+      << all_notes(m);
+}
+
+TEST(NcuMatch, StrictLaunchConfigLeavesSuchPairsUnmatchedAndReported) {
+  Timeline tl = make_timeline(autotuned_step(false));
+  NcuTable ncu = make_ncu(autotuned_step(true));
+  NcuMatch m = match_ncu(tl, ncu, NcuMatchOptions{true});
+  EXPECT_EQ(rows_of(m), (std::vector<std::uint32_t>{0, kNone, 2, kNone, kNone, 5}));
+  EXPECT_EQ(m.unmatched_rows, (std::vector<std::uint32_t>{1, 3, 4}));
+  EXPECT_EQ(m.unmatched_kernels, (std::vector<std::uint32_t>{1, 3, 4}));
+  EXPECT_EQ(m.launch_config_differs, 3u);
+  EXPECT_EQ(m.launch_config_kernel_for_ncu_row[1], 1u) << "the refused partner is still named";
+  EXPECT_TRUE(m.strict_launch_config);
+  EXPECT_TRUE(any_note_contains(m, "were refused (--strict-launch-config)")) << all_notes(m);
+  EXPECT_TRUE(any_note_contains(m, "neither has a counterpart")) << all_notes(m);
+}
+
+TEST(NcuMatch, OnlyEqualNamesPairAcrossLaunchConfigurationsNeverSubstrings) {
+  // triton_poi_fused_add_0 vs triton_poi_fused_add_0_1 (one name a prefix of the other) and a kernel ncu
+  // replayed in another place do not pair.
+  std::vector<K> timeline{{"a"}, {"triton_poi_fused_add_0", {8, 1, 1}, {256, 1, 1}}, {"b"}, {"c"}};
+  std::vector<K> replayed{{"a"}, {"triton_poi_fused_add_0_1", {4, 1, 1}, {128, 1, 1}}, {"b"},
+                          {"triton_poi_fused_add_0", {4, 1, 1}, {128, 1, 1}}, {"c"}};
+  NcuMatch m = match_ncu(make_timeline(timeline), make_ncu(replayed));
+  EXPECT_EQ(rows_of(m), (std::vector<std::uint32_t>{0, kNone, 2, 4}));
+  EXPECT_EQ(m.launch_config_differs, 0u);
+}
+
+TEST(NcuMatch, ARealCompiledGpt2CsvAutotunedInAnotherRunStillMatchesEveryRowOnce) {
+  // tests/fixtures/gpt2_compiled's step (126 kernels, every ncu row matched by full identity), with the
+  // CSV's Triton kernels of two names given the grid and block another autotuning would pick: half the
+  // block, twice the blocks in the grid.
+  const std::string dir = std::string(OPPROF_FIXTURES_DIR) + "/gpt2_compiled/";
+  NcuTable original = read_ncu_csv(dir + "ncu.csv.gz");
+  NcuTable ncu = read_ncu_csv(dir + "ncu.csv.gz");
+  std::vector<std::string> retuned;
+  for (std::size_t r = 0; r < ncu.rows() && retuned.size() < 2; ++r)
+    if (starts_with(ncu.kernel_name[r], "triton_") && ncu.block[r].x >= 64 &&
+        std::find(retuned.begin(), retuned.end(), ncu.kernel_name[r]) == retuned.end())
+      retuned.push_back(ncu.kernel_name[r]);
+  ASSERT_EQ(retuned.size(), 2u);
+  std::size_t edited = 0;
+  for (std::size_t r = 0; r < ncu.rows(); ++r) {
+    if (std::find(retuned.begin(), retuned.end(), ncu.kernel_name[r]) == retuned.end()) continue;
+    ncu.block[r].x /= 2;
+    ncu.grid[r].x *= 2;
+    ++edited;
+  }
+  ASSERT_GE(edited, 2u);
+
+  Timeline tl = read_kineto_trace(dir + "trace.json.gz");
+  NcuMatch exact = match_ncu(tl, original);
+  EXPECT_EQ(exact.launch_config_differs, 0u);
+  NcuMatch m = match_ncu(tl, ncu);
+  EXPECT_EQ(opprof::testing::expect_every_row_matched_once_configs_flagged(tl, ncu, m), edited);
+  EXPECT_EQ(m.ncu_row_for_kernel, exact.ncu_row_for_kernel) << "the same pairs as before the edit";
+
+  NcuMatch strict = match_ncu(tl, ncu, NcuMatchOptions{true});
+  EXPECT_EQ(strict.unmatched_rows.size(), edited);
+  EXPECT_EQ(strict.matched, ncu.rows() - edited);
 }

@@ -208,8 +208,8 @@ TEST_F(CompareTest, AnExtraKernelInBIsLeftUnaligned) {
        "INSERT INTO kernel_names (id, name) VALUES (100, 'void extra_kernel<float>(float*)');"
        "INSERT INTO kernels (id, kind, name_id, pid, device, context, stream, start_ns, end_ns, duration_ns, "
        "shared_mem_bytes, bytes) VALUES (100, 'kernel', 100, 4242, 0, 0, 7, 3600, 3700, 100, 0, 0);"
-       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque) "
-       "VALUES (100, 'correlation', 1, 'aten::extra', 'h.0', 'thread_range', 0);");
+       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque, phase) "
+       "VALUES (100, 'correlation', 1, 'aten::extra', 'h.0', 'thread_range', 0, 'forward');");
   const ProfileComparison c = compare_files(a, b);
   EXPECT_EQ(c.b.kernels, 7u);
   EXPECT_EQ(c.aligned, 6u);
@@ -361,8 +361,8 @@ TEST_F(CompareRealProfile, ToleratesAnExtraKernelInB) {
        "INSERT INTO kernels SELECT 1000000, kind, 1000000, pid, device, context, stream, end_ns + 1, end_ns + 501, "
        "500, grid_x, grid_y, grid_z, block_x, block_y, block_z, NULL, NULL, NULL, NULL, registers_per_thread, "
        "shared_mem_bytes, bytes FROM kernels WHERE id = " + k50 + ";"
-       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque) "
-       "VALUES (1000000, 'enclosure', 0.5, 'aten::extra', 'extra', 'thread_range', 0);");
+       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque, phase) "
+       "VALUES (1000000, 'enclosure', 0.5, 'aten::extra', 'extra', 'thread_range', 0, 'forward');");
   const ProfileComparison c = compare_files(a(), extra);
   EXPECT_EQ(c.b.kernels, c.a.kernels + 1);
   EXPECT_EQ(c.aligned, c.a.kernels);

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/tracer_log.hpp"
 #include "tracer_log/decoder.hpp"
 #include "tracer_log/format.hpp"
@@ -446,7 +447,7 @@ TEST(TracerLog, CaptureLaunchRecordsGiveNodeStacksWithoutResourceCallbacks) {
   const Timeline tl = read_tracer_log(log.path());
   EXPECT_EQ(tl.metadata.at("graph.activities_with_capture_stack"), "1");
   EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "1");
-  EXPECT_EQ(tl.metadata.at("tracer.format_version"), "1.1");
+  EXPECT_EQ(tl.metadata.at("tracer.format_version"), "1.2");
   EXPECT_NE(find_range(tl, "block", RangeScope::kStream), kNoIndex);
 }
 
@@ -665,6 +666,73 @@ TEST(TracerLog, DeferredPushRecordsWrittenLateNestByTheirStartTime) {
   EXPECT_EQ(tl.ranges.end_ns[addmm], 1320);
   EXPECT_EQ(tl.ranges.end_ns[module], 1330);
   EXPECT_EQ(tl.ranges.end_ns[linear], 1340);
+}
+
+// The observer's payload carries autograd's link: the reader gives the ranges their sequence numbers and
+// forward threads, and attribution links the backward kernel to the forward operator's module.
+TEST(TracerLog, TorchObserverPayloadsLinkBackwardNodesToTheirForwardOperators) {
+  EXPECT_EQ(autograd_link_sequence_nr(encode_autograd_link(48, 1)), 48);
+  EXPECT_EQ(autograd_link_forward_thread(encode_autograd_link(48, 1)), 1u);
+  EXPECT_EQ(encode_autograd_link(-1, 0), 0u) << "no sequence number, no payload";
+  EXPECT_NE(encode_autograd_link(0, 0), 0u);
+  EXPECT_EQ(autograd_link_forward_thread(encode_autograd_link(7, 300)), 255u);
+  EXPECT_EQ(encode_autograd_link(5, 0), encode_autograd_link(5 + kAutogradLinkSeqModulus, 0));
+
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "opprof.torch")
+      .string(2, "nn.Module: blocks.0")
+      .string(3, "aten::addmm")
+      .string(4, "autograd::engine::evaluate_function: AddmmBackward0")
+      .string(5, "aten::mm")
+      .string(6, "gemm")
+      .string(7, "cudaLaunchKernel_v7000")
+      .string(8, "AddmmBackward0");
+  b.add(RecordType::kApiName, ApiNameRecord{kApiDomainRuntime, 211, 7, 0});
+  // Forward on thread 100: the module range and aten::addmm (sequence number 48).
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 100, 2, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 100, 3, 1, 1, encode_autograd_link(48, 0)});
+  b.add(RecordType::kApiCall, ApiCallRecord{1210, 1220, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1300, 100, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1400, 100, 0, 0});
+  // Backward on autograd's thread 200, as torch records it: the engine's evaluate_function range (no
+  // number), the node's own range (48, forward thread 1) and the aten::mm it calls.
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{2000, 200, 4, 1, 2, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{2005, 200, 8, 1, 2, encode_autograd_link(48, 1)});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{2010, 200, 5, 1, 1, 0});
+  b.add(RecordType::kApiCall, ApiCallRecord{2020, 2030, 200, 4242, 12, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{2100, 200, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{2150, 200, 1, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{2200, 200, 1, 0});
+  b.add(RecordType::kKernel, kernel(6, 1500, 1600, 11));
+  b.add(RecordType::kKernel, kernel(6, 2500, 2600, 12));
+  b.add(RecordType::kTrailer, TrailerRecord{3000, 6000, 23, 8});
+  TempLog log(b.bytes());
+  Timeline tl = read_tracer_log(log.path());
+
+  const std::size_t addmm = find_range(tl, "aten::addmm");
+  const std::size_t engine = find_range(tl, "autograd::engine::evaluate_function: AddmmBackward0");
+  const std::size_t node = find_range(tl, "AddmmBackward0");
+  const std::size_t mm = find_range(tl, "aten::mm");
+  ASSERT_NE(addmm, kNoIndex);
+  ASSERT_NE(engine, kNoIndex);
+  ASSERT_NE(node, kNoIndex);
+  ASSERT_NE(mm, kNoIndex);
+  EXPECT_EQ(tl.ranges.sequence_nr[engine], kNoSequenceNr);
+  EXPECT_EQ(tl.ranges.sequence_nr[addmm], 48);
+  EXPECT_EQ(tl.ranges.forward_thread[addmm], 0u);
+  EXPECT_EQ(tl.ranges.sequence_nr[node], 48);
+  EXPECT_EQ(tl.ranges.forward_thread[node], 1u);
+  EXPECT_EQ(tl.ranges.sequence_nr[mm], kNoSequenceNr);
+
+  AttributionTable a = attribute_timeline(tl, nullptr, AttributionOptions{});
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a.phase[0], Phase::kForward);
+  EXPECT_EQ(tl.str(a.module[0]), "blocks.0");
+  EXPECT_EQ(a.phase[1], Phase::kBackward);
+  EXPECT_EQ(tl.str(a.op[1]), "aten::mm");
+  EXPECT_EQ(tl.str(a.forward_op[1]), "aten::addmm");
+  EXPECT_EQ(tl.str(a.module[1]), "blocks.0");
+  EXPECT_EQ(a.module_source[1], ModuleSource::kForwardOp);
 }
 
 }  // namespace

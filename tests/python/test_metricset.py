@@ -33,13 +33,17 @@ def test_the_default_set():
     assert doc["source"] == "<built-in>"
     names = [m["name"] for m in doc["metrics"]]
     assert names[0] == "gpu__time_duration.sum"
-    assert len(names) == len(set(names)) == 22
+    assert len(names) == len(set(names)) == 36
     spec = next(m for m in doc["metrics"] if m["name"] == "launch__registers_per_thread")
     assert spec["aggregate"] == "max" and spec["axis"] == "launch" and spec["reason"]
     assert "gh100" in spec["chips"]
     dram = next(m for m in doc["metrics"] if m["name"] == "dram__bytes_read.sum")
     assert dram["unit"] == "byte"
     assert metric_names_for_chip("") == names  # "" is the chip-independent set too
+    # The tensor-core FLOP counters are spelled per chip: gh100 adds its five.
+    gh100 = [m["name"] for m in describe("gh100")["metrics"]]
+    assert len(gh100) == len(set(gh100)) == 41
+    assert "sm__ops_path_tensor_src_bf16_dst_fp32.sum" in gh100
 
 
 def test_the_default_set_is_valid_for_gh100():

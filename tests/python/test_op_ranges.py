@@ -200,3 +200,35 @@ def test_the_empty_callback_records_no_ranges(tmp_path):
     pushes, summary = _trace_observer_program(tmp_path, _EMPTY_CALLBACK_PROGRAM, OPPROF_TRACE_DEFER_OPERATORS="0")
     assert not [line for line in pushes if 'domain="opprof.torch"' in line], pushes
     assert " operator=" not in summary
+
+
+_AUTOGRAD_PROGRAM = textwrap.dedent("""
+    import torch
+    from torch import nn
+    from opprof.op_ranges import load_observer
+    observer, reason = load_observer()
+    assert observer is not None, reason
+    model = nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    assert observer.enable()
+    model(x).sum().backward()
+    observer.disable()
+""")
+
+
+@pytest.mark.slow
+def test_observer_payload_links_backward_nodes_to_their_forward_operators(tmp_path):
+    # The payload (agents/tracer_log/format.hpp, encode_autograd_link): sequence number + 1 in the high 24 bits, the
+    # forward thread's RecordFunction id in the low 8 (0 on forward operators).
+    pushes, _ = _trace_observer_program(tmp_path, _AUTOGRAD_PROGRAM, OPPROF_TRACE_DEFER_OPERATORS="0")
+    payload = {}
+    for line in pushes:
+        if 'domain="opprof.torch"' in line:
+            payload.setdefault(line.split('"')[1], int(line.split(" payload=")[1].split()[0]))
+    forward = payload["aten::addmm"]
+    # The node's own range carries the link; the engine's evaluate_function range around it has none.
+    backward = payload["AddmmBackward0"]
+    assert payload["autograd::engine::evaluate_function: AddmmBackward0"] == 0
+    assert forward != 0 and forward & 0xFF == 0
+    assert backward & 0xFF != 0, "a backward node names its forward thread"
+    assert backward >> 8 == forward >> 8, "the node carries its forward operator's sequence number"

@@ -41,11 +41,25 @@ enum class ModuleSource : std::uint8_t {
   kThreadRange = 1,     // a module range enclosing the launch on the launching thread
   kStreamRange = 2,     // a module range projected onto the kernel's stream
   kFxProvenance = 3,    // Inductor provenance -> pre-grad FX nodes -> nn_module_stack
+  kForwardOp = 4,       // a backward kernel: the module of the forward operator it differentiates
+  kOptimizerStep = 5,   // an optimizer kernel: the optimizer step is its owner ("optimizer: AdamW")
 };
-inline constexpr std::array<const char*, 4> kModuleSourceNames = {"none", "thread_range", "stream_range",
-                                                                  "fx_provenance"};
-static_assert(kModuleSourceNames.size() == static_cast<std::size_t>(ModuleSource::kFxProvenance) + 1);
+inline constexpr std::array<const char*, 6> kModuleSourceNames = {"none",          "thread_range", "stream_range",
+                                                                  "fx_provenance", "forward_op",   "optimizer_step"};
+static_assert(kModuleSourceNames.size() == static_cast<std::size_t>(ModuleSource::kOptimizerStep) + 1);
 inline const char* to_string(ModuleSource s) { return enum_name(kModuleSourceNames, s); }
+
+// Which part of a training step a kernel belongs to.
+enum class Phase : std::uint8_t {
+  kForward = 0,    // any other kernel with an operator or a module (every kernel of an inference capture)
+  kBackward = 1,   // launched inside a backward node on autograd's thread (a compiled backward graph too)
+  kOptimizer = 2,  // inside the optimizer step (Optimizer.step#<Class>.step) or by a _foreach_ / fused op
+  kOther = 3,      // no operator, module or optimizer step around its launch
+};
+inline constexpr int kPhases = 4;
+inline constexpr std::array<const char*, kPhases> kPhaseNames = {"forward", "backward", "optimizer", "other"};
+static_assert(kPhaseNames.size() == static_cast<std::size_t>(Phase::kOther) + 1);
+inline const char* to_string(Phase p) { return enum_name(kPhaseNames, p); }
 
 struct AttributionTable {
   std::vector<AttributionPath> path;
@@ -63,6 +77,8 @@ struct AttributionTable {
   std::vector<StrId> reason;              // why unattributed, kNoString when attributed
   std::vector<std::uint8_t> opaque;       // 1 when launched inside an opaque library backend (cuDNN RNN)
   std::vector<StrId> opaque_backend;      // which backend, kNoString otherwise
+  std::vector<Phase> phase;
+  std::vector<StrId> forward_op;          // backward kernels: the forward operator they differentiate
 
   std::size_t size() const { return path.size(); }
   void resize(std::size_t n);

@@ -8,6 +8,7 @@
 #include "opprof/attribute/fusion.hpp"
 #include "opprof/attribute/interval_index.hpp"
 #include "opprof/attribute/kernel_family.hpp"
+#include "opprof/attribute/phases.hpp"
 #include "opprof/attribute/range_indexes.hpp"
 
 namespace opprof {
@@ -28,6 +29,8 @@ void AttributionTable::resize(std::size_t n) {
   reason.assign(n, kNoString);
   opaque.assign(n, 0);
   opaque_backend.assign(n, kNoString);
+  phase.assign(n, Phase::kOther);
+  forward_op.assign(n, kNoString);
 }
 
 namespace {
@@ -222,6 +225,9 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
 
   // Path 3: fusion.
   if (inductor && !inductor->graphs.empty()) apply_fusion(tl, *inductor, threads, launch_of, opt, a, notes);
+
+  // Phases last: a backward kernel keeps the module its FX provenance gave it.
+  assign_phases(tl, threads, launch_of, a, notes);
 
   // Families for every activity; memcpy and memset are their own families.
   std::unordered_map<StrId, StrId> family_of_name;

@@ -184,10 +184,14 @@ class FusionContext {
         return it == map->nodes.end() ? nullptr : &it->second;
       };
       const std::string* chosen = nullptr;
-      for (auto it = call.source_nodes.rbegin(); it != call.source_nodes.rend() && !chosen; ++it)
-        if (const FxNodeModule* m = it->empty() ? nullptr : lookup(*it); m && !m->module_path.empty())
-          chosen = &m->module_path;
-      if (!chosen) {
+      const std::string* source = module_node(call, *map);
+      if (source && ambiguous_backward_nodes(g, *map).count(*source)) {
+        // No module rather than another layer's: the autograd link gives the kernel its forward call's.
+        ++ambiguous_calls_;
+      } else if (source) {
+        chosen = &lookup(*source)->module_path;
+      }
+      if (!chosen && !source) {
         std::map<std::string, std::pair<std::size_t, std::size_t>> votes;  // path -> (count, first position)
         for (std::size_t i = 0; i < pre_nodes.size(); ++i)
           if (const FxNodeModule* m = lookup(pre_nodes[i]); m && !m->module_path.empty())
@@ -200,7 +204,7 @@ class FusionContext {
             best_vote = vote;
           }
         if (chosen) p.module = tl_.strings.intern(*chosen);  // votes dies with this block
-      } else {
+      } else if (chosen) {
         p.module = tl_.strings.intern(*chosen);
       }
       if (p.source_line == kNoString)
@@ -213,9 +217,47 @@ class FusionContext {
     return p;
   }
 
+  // The pre-grad node whose module a call takes: the last of its sorted source nodes that has a module.
+  static const std::string* module_node(const WrapperCall& call, const FxModuleMap& map) {
+    for (auto it = call.source_nodes.rbegin(); it != call.source_nodes.rend(); ++it) {
+      if (it->empty()) continue;
+      auto m = map.nodes.find(*it);
+      if (m != map.nodes.end() && !m->second.module_path.empty()) return &m->first;
+    }
+    return nullptr;
+  }
+
+  // A backward graph's calls name forward nodes among their source nodes; Inductor sometimes names one
+  // forward node for the calls of every layer (GPT-2's "attn_output" for each layer's attention backward).
+  // A node that the calls of a backward graph take their module from in more than one separate stretch
+  // (other nodes' calls between them) is such a name: its module would put every layer's kernels in one.
+  const std::set<std::string>& ambiguous_backward_nodes(std::size_t g, const FxModuleMap& map) {
+    auto [it, inserted] = ambiguous_.try_emplace(g);
+    if (!inserted) return it->second;
+    const InductorGraph& graph = ind_.graphs[g];
+    if (graph.aot_id.find("backward") == std::string::npos) return it->second;
+    std::map<std::string, std::size_t> stretches;
+    const std::string* previous = nullptr;
+    for (const WrapperCall& call : graph.calls) {
+      const std::string* node = module_node(call, map);
+      if (!node) continue;
+      if (!previous || *previous != *node) ++stretches[*node];
+      previous = node;
+    }
+    for (const auto& [node, n] : stretches)
+      if (n > 1) it->second.insert(node);
+    return it->second;
+  }
+
+ public:
+  std::size_t ambiguous_calls() const { return ambiguous_calls_; }
+
+ private:
   Timeline& tl_;
   const InductorArtifacts& ind_;
   Anomalies* anomalies_;
+  std::size_t ambiguous_calls_ = 0;
+  std::map<std::size_t, std::set<std::string>> ambiguous_;
   std::map<std::pair<std::size_t, std::size_t>, CallProvenance> cache_;
   std::map<std::pair<std::size_t, std::string>, const FxModuleMap*> maps_;
   std::unordered_map<std::size_t, std::unordered_set<std::string_view>> callees_;
@@ -396,6 +438,11 @@ void apply_fusion(Timeline& tl, const InductorArtifacts& inductor, const ThreadR
   if (notes && by_name)
     notes->lines.push_back(
         fmt::format("{} generated kernels outside compiled-region ranges matched their wrapper call by name", by_name));
+  if (notes && ctx.ambiguous_calls())
+    notes->lines.push_back(fmt::format(
+        "{} backward-graph wrapper calls name a forward node that calls of other layers name too: no FX module "
+        "for them (their kernels take the module of the forward call autograd links them to)",
+        ctx.ambiguous_calls()));
 }
 
 }  // namespace opprof

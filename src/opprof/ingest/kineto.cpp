@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -116,6 +117,7 @@ enum class EventClass : std::uint8_t {
   kUserAnnotation,
   kGpuUserAnnotation,
   kPythonFunction,
+  kForwardBackwardFlow,  // "fwdbwd" flow arrows: a forward operator -> the backward node that differentiates it
 };
 
 EventClass classify_category(std::string_view cat) {
@@ -134,6 +136,7 @@ EventClass classify_category(std::string_view cat) {
   if (c == "user_annotation") return EventClass::kUserAnnotation;
   if (c == "gpu_user_annotation") return EventClass::kGpuUserAnnotation;
   if (c == "python_function") return EventClass::kPythonFunction;
+  if (c == "fwdbwd") return EventClass::kForwardBackwardFlow;
   return EventClass::kIgnored;
 }
 
@@ -202,6 +205,8 @@ struct EventArgs {
   Dim3 grid, block;
   std::uint32_t registers = 0;
   std::uint32_t shared_mem = 0;
+  std::int64_t sequence_nr = kNoSequenceNr;  // cpu_op: autograd's "Sequence number"
+  std::uint64_t forward_thread = 0;          // cpu_op of a backward node: "Fwd thread id"
   std::string_view name;    // metadata events: process_name / thread_name
   std::string_view labels;  // metadata events: process_labels
 };
@@ -212,7 +217,16 @@ struct Event {
   int category = -1;  // index into KinetoReader::categories_
   IdValue pid, tid;
   std::optional<std::int64_t> ts, dur;
+  std::uint64_t flow_id = 0;  // flow events' "id"
   EventArgs args;
+};
+
+// One end of a "fwdbwd" flow: 's' at the forward operator's start, 'f' at the backward node's.
+struct FlowEnd {
+  std::uint64_t id;
+  std::uint64_t pid, tid;
+  std::int64_t ts;
+  bool start;
 };
 
 struct Category {
@@ -281,7 +295,9 @@ class KinetoReader {
   bool parse_event(od::document& doc, std::size_t start, Event& ev);
   bool skipped_early(const Event& ev);
   // Which arguments an event's category needs, so that reading can stop once it has them.
-  enum class ArgsNeeded { kAll, kUpToExternalId, kUpToCorrelation };
+  // kUpToAutogradLink: the External id and the "Sequence number" / "Fwd thread id" that torch writes right
+  // after it (and after "Record function id") on operators that autograd records.
+  enum class ArgsNeeded { kAll, kUpToExternalId, kUpToAutogradLink, kUpToCorrelation };
   void parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args);
   void read_id(od::value& value, std::size_t start, IdValue& out);
   std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
@@ -301,6 +317,8 @@ class KinetoReader {
   void reserve_tables();
   void link_kernels_to_launch_processes();
   void link_stream_ranges_to_processes();
+  void link_forward_backward_flows();
+  void nest_python_module_ranges();
   void finish_metadata();
 
   ChunkedInput in_;
@@ -319,6 +337,9 @@ class KinetoReader {
   std::uint64_t events_without_phase_ = 0;
   std::uint64_t ignored_phases_[256] = {};  // events of phases other than X and M, by the phase's letter
   std::unordered_map<std::string, std::uint64_t> named_ids_;
+  std::vector<FlowEnd> flow_ends_;
+  std::vector<std::uint32_t> python_module_ranges_;  // python_function "nn.Module: <Class>_<n>" ranges
+  bool saw_module_annotation_ = false;              // a user_annotation "nn.Module: <path>" (opprof's hooks)
 
   // Names repeat heavily (a few thousand distinct ones among millions of events), and a kernel's name
   // can be a kilobyte of template arguments: a direct-mapped cache keyed by a few sampled bytes answers
@@ -406,6 +427,8 @@ Timeline KinetoReader::read(KinetoReadStats* stats) {
 
   link_kernels_to_launch_processes();
   link_stream_ranges_to_processes();
+  link_forward_backward_flows();
+  nest_python_module_ranges();
   finish_metadata();
   if (progress_) progress_(in_.bytes_read(), in_.file_bytes());
   if (stats != nullptr) {
@@ -763,6 +786,11 @@ bool KinetoReader::skipped_early(const Event& ev) {
   if (ev.ph.empty()) return false;
   if (ev.ph != "X") {
     if (ev.ph == "M") return false;
+    // Flow arrows: only fwdbwd ones are read, and which kind an arrow is its category says.
+    if (ev.ph == "s" || ev.ph == "f") {
+      if (ev.category < 0) return false;
+      if (categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kForwardBackwardFlow) return false;
+    }
     ++ignored_phases_[static_cast<unsigned char>(ev.ph[0])];
     return true;
   }
@@ -890,6 +918,22 @@ void KinetoReader::parse_args(od::value& value, std::size_t start, ArgsNeeded ne
           if (needed == ArgsNeeded::kUpToExternalId) return;
         }
         break;
+      case 'R': break;  // "Record function id", between the External id and the sequence number
+      case 'S':
+        if (key_is(raw, "Sequence number")) {
+          if (read_uint(v, start, n)) args.sequence_nr = static_cast<std::int64_t>(n);
+        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
+          return;
+        }
+        break;
+      case 'F':
+        if (key_is(raw, "Fwd thread id")) {
+          read_uint(v, start, args.forward_thread);
+          if (needed == ArgsNeeded::kUpToAutogradLink) return;
+        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
+          return;
+        }
+        break;
       case 'c':
         if (key_is(raw, "correlation")) {
           read_uint(v, start, args.correlation);
@@ -930,7 +974,10 @@ void KinetoReader::parse_args(od::value& value, std::size_t start, ArgsNeeded ne
       case 'l':
         if (key_is(raw, "labels")) args.labels = read_string(v, start);
         break;
-      default: break;
+      default:
+        // Past the External id, any other key ends what an operator needs (its shapes follow).
+        if (needed == ArgsNeeded::kUpToAutogradLink && args.external_id != 0) return;
+        break;
     }
   }
 }
@@ -975,6 +1022,9 @@ bool KinetoReader::parse_event(od::document& doc, std::size_t start, Event& ev) 
           seen |= kName;
         }
         break;
+      case 'i':
+        if (key_is(raw, "id")) read_uint(v, start, ev.flow_id);
+        break;
       case 't':
         if (key_is(raw, "ts")) {
           ev.ts = read_time(v, start, "ts");
@@ -995,7 +1045,7 @@ bool KinetoReader::parse_event(od::document& doc, std::size_t start, Event& ev) 
           ArgsNeeded needed = ArgsNeeded::kAll;
           if (ev.category >= 0) {
             switch (categories_[static_cast<std::size_t>(ev.category)].cls) {
-              case EventClass::kCpuOp:
+              case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
               case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
               case EventClass::kRuntime:
               case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
@@ -1032,6 +1082,16 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
     add_process_metadata(ev);
     return;
   }
+  if (ev.ph == "s" || ev.ph == "f") {
+    if (ev.category >= 0 && ev.ts &&
+        categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kForwardBackwardFlow) {
+      const std::uint64_t pid = resolve_id(ev.pid, true, 0);
+      flow_ends_.push_back({ev.flow_id, pid, resolve_id(ev.tid, false, pid), *ev.ts, ev.ph == "s"});
+    } else {
+      ++ignored_phases_[static_cast<unsigned char>(ev.ph[0])];
+    }
+    return;
+  }
   if (ev.ph != "X") return;
   if (ev.category < 0) {
     ++events_without_phase_;
@@ -1056,6 +1116,7 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
     case EventClass::kUserAnnotation:
     case EventClass::kGpuUserAnnotation:
     case EventClass::kPythonFunction: add_range(ev, cat.cls, begin, end); break;
+    case EventClass::kForwardBackwardFlow:
     case EventClass::kIgnored: break;
   }
 }
@@ -1123,7 +1184,10 @@ void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start
     case EventClass::kUserAnnotation:
     case EventClass::kGpuUserAnnotation:
       kind = annotation_kind(text);
-      if (kind == RangeKind::kModule) text.remove_prefix(kModuleRangePrefix.size());
+      if (kind == RangeKind::kModule) {
+        text.remove_prefix(kModuleRangePrefix.size());
+        saw_module_annotation_ = true;
+      }
       break;
     default: break;  // python_function frames: kept, attribute nothing
   }
@@ -1143,6 +1207,10 @@ void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start
     row = r.add(kind, RangeScope::kThread, intern(text), cat.id, to_u32(pid), tid, start, end);
   }
   r.external_id[row] = ev.args.external_id;
+  r.sequence_nr[row] = ev.args.sequence_nr;
+  r.forward_thread[row] = ev.args.forward_thread;
+  if (cls == EventClass::kPythonFunction && starts_with(text, kModuleRangePrefix))
+    python_module_ranges_.push_back(static_cast<std::uint32_t>(row));
 }
 
 void KinetoReader::add_process_metadata(const Event& ev) {
@@ -1196,6 +1264,77 @@ void KinetoReader::link_stream_ranges_to_processes() {
   }
   for (std::size_t i = 0; i < r.size(); ++i)
     if (r.scope[i] == RangeScope::kStream && r.external_id[i] != 0) r.pid[i] = pid_of_external[r.external_id[i]];
+}
+
+void KinetoReader::link_forward_backward_flows() {
+  if (flow_ends_.empty()) return;
+  // A flow's ends sit at the start of the operator they mark: several operators can start at one
+  // timestamp (an operator and the first one it calls), and the one autograd numbered is meant.
+  struct Key {
+    std::uint64_t pid, tid;
+    std::int64_t ts;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept {
+      return std::hash<std::uint64_t>{}((k.pid * 0x9E3779B97F4A7C15ull) ^ (k.tid * 0xC2B2AE3D27D4EB4Full) ^
+                                        static_cast<std::uint64_t>(k.ts));
+    }
+  };
+  const RangeTable& r = tl_.ranges;
+  std::unordered_map<Key, std::uint32_t, KeyHash> numbered;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r.scope[i] != RangeScope::kThread || r.sequence_nr[i] == kNoSequenceNr) continue;
+    auto [it, inserted] = numbered.try_emplace(Key{r.pid[i], r.owner[i], r.start_ns[i]}, static_cast<std::uint32_t>(i));
+    if (!inserted && r.end_ns[i] > r.end_ns[it->second]) it->second = static_cast<std::uint32_t>(i);  // the outer one
+  }
+  std::unordered_map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> by_id;  // id -> (forward, backward)
+  std::uint64_t unresolved = 0;
+  for (const FlowEnd& f : flow_ends_) {
+    auto it = numbered.find(Key{f.pid, f.tid, f.ts});
+    if (it == numbered.end()) {
+      ++unresolved;
+      continue;
+    }
+    auto& link = by_id.try_emplace(f.id, kNoIndex, kNoIndex).first->second;
+    (f.start ? link.first : link.second) = it->second;
+  }
+  std::vector<std::pair<std::uint64_t, AutogradLink>> links;
+  for (const auto& [id, link] : by_id)
+    if (link.first != kNoIndex && link.second != kNoIndex) links.push_back({id, {link.first, link.second}});
+  std::sort(links.begin(), links.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [id, link] : links) tl_.autograd_links.push_back(link);
+  if (unresolved != 0) tl_.metadata["trace.fwdbwd_flow_ends_without_operator"] = std::to_string(unresolved);
+}
+
+void KinetoReader::nest_python_module_ranges() {
+  // with_modules / with_stack traces name each module call "nn.Module: <Class>_<n>" on the calling thread.
+  // Without opprof's hooks (whose annotations carry the attribute path) they are the module ranges, their
+  // path the chain of enclosing calls: "GPT2LMHeadModel_0/GPT2Model_0/GPT2Block_3".
+  if (python_module_ranges_.empty() || saw_module_annotation_) return;
+  RangeTable& r = tl_.ranges;
+  std::vector<std::uint32_t> rows = python_module_ranges_;
+  // Per thread by start, the enclosing range before the ranges it encloses.
+  std::sort(rows.begin(), rows.end(), [&](std::uint32_t x, std::uint32_t y) {
+    return std::tuple(r.pid[x], r.owner[x], r.start_ns[x], -r.end_ns[x], x) <
+           std::tuple(r.pid[y], r.owner[y], r.start_ns[y], -r.end_ns[y], y);
+  });
+  struct Open {
+    std::uint32_t row;
+    std::string path;
+  };
+  std::vector<Open> stack;
+  for (std::uint32_t row : rows) {
+    while (!stack.empty() && (r.pid[stack.back().row] != r.pid[row] || r.owner[stack.back().row] != r.owner[row] ||
+                              r.end_ns[stack.back().row] < r.end_ns[row] || r.end_ns[stack.back().row] <= r.start_ns[row]))
+      stack.pop_back();
+    std::string_view name = tl_.str(r.text[row]).substr(kModuleRangePrefix.size());
+    std::string path = stack.empty() ? std::string(name) : stack.back().path + "/" + std::string(name);
+    r.kind[row] = RangeKind::kModule;
+    r.text[row] = tl_.strings.intern(path);
+    stack.push_back({row, std::move(path)});
+  }
+  tl_.metadata["trace.module_paths"] = "python_function nn.Module events (with_modules), nested";
 }
 
 void KinetoReader::finish_metadata() {

@@ -269,18 +269,20 @@ double parse_metric_value(std::string_view s) {
 // True when unit carries a scale prefix ("usecond", "Kbyte", "Gbyte/second", "cycle/nsecond", "Mhz"): ncu
 // prints those when run without --print-units base, and then picks the scale per column, so values cannot
 // be compared with other captures. A time in the numerator is scaled even without a prefix ("second"),
-// because the base unit of time is "ns".
+// because the base unit of time is "ns"; in the denominator seconds are the base ("byte/s" is what
+// --print-units base prints for a .per_second rate).
 bool is_scaled_unit(std::string_view unit) {
   static constexpr std::array<std::string_view, 14> kPrefixes = {"Ki", "Mi", "Gi", "Ti", "K", "M", "G",
                                                                  "T",  "P",  "m",  "u",  "n", "\xC2\xB5", "k"};
   static constexpr std::array<std::string_view, 16> kScalable = {
       "byte", "second", "cycle", "inst", "hz",      "Hz",       "warp",     "sector",
       "request", "thread", "block", "ops", "branches", "register", "instruction", "B"};
-  static constexpr std::array<std::string_view, 4> kScaledTimes = {"us", "ms", "\xC2\xB5s", "s"};
+  static constexpr std::array<std::string_view, 3> kScaledTimes = {"us", "ms", "\xC2\xB5s"};
   auto parts = split(unit, '/');
   for (std::size_t p = 0; p < parts.size(); ++p) {
     std::string_view part = trim(parts[p]);
-    if (p == 0 && part == "second") return true;
+    // Seconds are the base of a rate ("byte/s", "sector/second"), a scaled time anywhere else.
+    if (p == 0 && (part == "second" || part == "s")) return true;
     if (std::find(kScaledTimes.begin(), kScaledTimes.end(), part) != kScaledTimes.end()) return true;
     for (std::string_view prefix : kPrefixes) {
       if (!starts_with(part, prefix)) continue;
@@ -342,6 +344,35 @@ void sort_rows_by_id(NcuTable& t) {
 }
 
 }  // namespace
+
+void check_ncu_units(const NcuTable& table, const std::vector<DeclaredUnit>& declared) {
+  auto fail = [&](std::size_t m, const std::string& message) {
+    throw InputError(table.path, message,
+                     InputPosition{table.units_line, m < table.metric_unit_columns.size() ? table.metric_unit_columns[m] : 0,
+                                   0, table.units_line > 0});
+  };
+  constexpr std::string_view kRerun =
+      "rerun ncu with --print-units base so every value is in a fixed base unit (ns, byte, cycle, ...)";
+  auto shown = [](const std::string& unit) { return unit.empty() ? std::string("no unit") : fmt::format("\"{}\"", unit); };
+  for (const DeclaredUnit& d : declared) {
+    const std::size_t m = table.metric_index(d.metric);
+    if (m == NcuTable::npos || table.metric_units[m] == d.unit) continue;
+    const std::string& got = table.metric_units[m];
+    fail(m, fmt::format("column \"{}\" is in {}, but {}:{} declares {} for it; {}", d.metric, shown(got), d.source,
+                        d.line, shown(d.unit),
+                        is_scaled_unit(got) ? std::string(kRerun)
+                                            : std::string("the values would be misread: fix the metric set's unit "
+                                                          "column, or capture with the ncu the set was written for")));
+  }
+  std::vector<std::size_t> scaled;
+  for (std::size_t m = 0; m < table.metric_units.size(); ++m)
+    if (is_scaled_unit(table.metric_units[m])) scaled.push_back(m);
+  if (!scaled.empty()) {
+    std::string more = scaled.size() > 1 ? fmt::format(" (and {} more scaled columns)", scaled.size() - 1) : "";
+    fail(scaled.front(), fmt::format("column \"{}\" is in \"{}\", a scaled unit{}; {}", table.metric_names[scaled.front()],
+                                     table.metric_units[scaled.front()], more, kRerun));
+  }
+}
 
 NcuTable read_ncu_csv(const std::string& path) {
   const std::string content = read_file(path);
@@ -406,18 +437,13 @@ NcuTable read_ncu_csv(const std::string& path) {
   if (!trim(csv.raw(fields[col_id])).empty()) {
     csv.fail(fields[col_id], "expected ncu's units row (empty \"ID\") after the header; every metric needs its unit");
   }
-  std::vector<std::size_t> scaled;
+  table.units_line = units_line;
   for (std::size_t m = 0; m < metrics; ++m) {
-    table.metric_units.push_back(csv.text(fields[metric_columns[m]]));
-    if (is_scaled_unit(table.metric_units.back())) scaled.push_back(m);
+    const Field& f = fields[metric_columns[m]];
+    table.metric_units.push_back(csv.text(f));
+    table.metric_unit_columns.push_back(f.column);
   }
-  if (!scaled.empty()) {
-    const Field& f = fields[metric_columns[scaled.front()]];
-    std::string more = scaled.size() > 1 ? fmt::format(" (and {} more scaled columns)", scaled.size() - 1) : "";
-    csv.fail(f, fmt::format("column \"{}\" is in \"{}\", a scaled unit{}; rerun ncu with --print-units base so "
-                            "every value is in a fixed base unit (ns, byte, cycle, ...)",
-                            table.metric_names[scaled.front()], table.metric_units[scaled.front()], more));
-  }
+  check_ncu_units(table, {});
 
   // Rough row count from the size, so the columns grow once instead of doubling repeatedly.
   const std::size_t expected_rows = std::max<std::size_t>(16, content.size() / std::max<std::size_t>(1, columns * 6));

@@ -14,6 +14,8 @@ struct NcuTable {
   std::string path;
   std::vector<std::string> metric_names;  // metric columns, in file order (e.g. "dram__bytes_read.sum")
   std::vector<std::string> metric_units;  // base units as printed ("byte", "ns", "%", "" for ratios)
+  std::uint64_t units_line = 0;                    // 1-based line of the units row, for messages
+  std::vector<std::uint64_t> metric_unit_columns;  // per metric, 1-based column of its unit cell
 
   std::vector<std::uint64_t> id;
   std::vector<std::uint32_t> pid;
@@ -35,8 +37,21 @@ struct NcuTable {
   static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
 };
 
+// A unit a metric set declares for a metric, and where it declares it.
+struct DeclaredUnit {
+  std::string metric;  // full ncu name ("dram__bytes_read.sum")
+  std::string unit;    // base unit ncu prints ("byte"; "" for none)
+  std::string source;  // the metric-set file
+  std::uint32_t line = 0;
+};
+
+// The one check of a CSV's units row: every column a declaration names must carry exactly the declared
+// unit, and every other metric column a base unit (no scale prefix: ncu picks the scale per column unless
+// run with --print-units base). Throws InputError at the unit cell (file:line:col) of the first offender.
+void check_ncu_units(const NcuTable& table, const std::vector<DeclaredUnit>& declared);
+
 // Reads the file; throws InputError (file, line, column) on a missing file, malformed CSV, a missing
-// header column, or scaled units (ncu run without --print-units base).
+// header column, or scaled units (check_ncu_units with no declarations).
 NcuTable read_ncu_csv(const std::string& path);
 
 }  // namespace opprof

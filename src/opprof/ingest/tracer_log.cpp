@@ -93,6 +93,7 @@ struct NvtxEvent {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
   std::uint32_t category;
+  std::uint32_t payload = 0;  // NvtxPushRecord::payload
 };
 
 struct WindowEvent {
@@ -184,7 +185,8 @@ void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
           },
           [&](const ApiNameRecord& a) { p.api_names[(std::uint64_t{a.domain} << 32) | a.cbid] = a.name_sid; },
           [&](const NvtxPushRecord& e) {
-            p.nvtx.push_back(NvtxEvent{NvtxEvent::kPush, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, e.category});
+            p.nvtx.push_back(
+                NvtxEvent{NvtxEvent::kPush, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, e.category, e.payload});
             p.saw(e.ts_ns);
           },
           [&](const NvtxPopRecord& e) {
@@ -616,6 +618,11 @@ class Builder {
         case NvtxEvent::kPush: {
           const std::size_t row = add_thread_range(e.text_sid, e.domain_sid, e.category, e.tid, ts);
           r.depth[row] = open_on_thread++;
+          // The torch observer's operators carry autograd's link to the forward operator.
+          if (e.payload != 0 && text(e.domain_sid) == kTorchObserverDomain) {
+            r.sequence_nr[row] = autograd_link_sequence_nr(e.payload);
+            r.forward_thread[row] = autograd_link_forward_thread(e.payload);
+          }
           open[e.domain_sid].push_back(row);
           break;
         }

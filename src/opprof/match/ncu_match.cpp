@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -247,12 +248,86 @@ std::vector<Stretch> unmatched_stretches(const std::vector<std::uint32_t>& partn
   return out;
 }
 
+std::string dims_text(Dim3 d) { return fmt::format("{}x{}x{}", d.x, d.y, d.z); }
+
+// The distinct (name, timeline configuration, ncu configuration) triples of the pairs matched by name alone,
+// for the note that says which kernels they were.
+class LaunchConfigExamples {
+ public:
+  void add(const Timeline& tl, const NcuTable& ncu, std::uint32_t k, std::uint32_t r) {
+    std::string line = fmt::format("{} grid {} block {} in the timeline, grid {} block {} in ncu",
+                                   kernel_base_name(ncu.kernel_name[r]), dims_text(tl.kernels.grid[k]),
+                                   dims_text(tl.kernels.block[k]), dims_text(ncu.grid[r]), dims_text(ncu.block[r]));
+    auto [it, inserted] = count_.try_emplace(line, 0);
+    if (inserted) order_.push_back(line);
+    ++it->second;
+  }
+  std::string text() const {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < order_.size() && i < kNamesPerNote; ++i)
+      parts.push_back(fmt::format("{} ({}x)", order_[i], count_.at(order_[i])));
+    std::string out = join(parts, "; ");
+    if (order_.size() > kNamesPerNote) out += fmt::format("; and {} more", order_.size() - kNamesPerNote);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> order_;
+  std::unordered_map<std::string, std::size_t> count_;
+};
+
+// Pairs (timeline position, ncu position) of equal names among the positions the full identities left
+// unmatched. Ordered alignments pair within each gap between two matched neighbours (the same gap on both
+// sides), by longest common subsequence; an unordered one pairs the k-th leftover occurrence of each name.
+std::vector<std::pair<std::uint32_t, std::uint32_t>> pair_by_name_in_unmatched_stretches(
+    const std::vector<std::uint32_t>& ncu_for_tl, const std::vector<std::uint32_t>& tl_for_ncu,
+    const std::vector<std::uint32_t>& tl_names, const std::vector<std::uint32_t>& ncu_names, bool ordered) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  auto align = [&](const std::vector<std::uint32_t>& tl_pos, const std::vector<std::uint32_t>& ncu_pos, bool in_order) {
+    if (tl_pos.empty() || ncu_pos.empty()) return;
+    std::vector<std::uint32_t> a, b;
+    for (std::uint32_t i : tl_pos) a.push_back(tl_names[i]);
+    for (std::uint32_t j : ncu_pos) b.push_back(ncu_names[j]);
+    std::optional<std::vector<std::uint32_t>> aligned;
+    if (in_order) aligned = align_longest_common_subsequence(a, b);
+    const std::vector<std::uint32_t> b_for_a = aligned ? std::move(*aligned) : pair_occurrences(a, b);
+    for (std::size_t x = 0; x < b_for_a.size(); ++x)
+      if (b_for_a[x] != kUnmatched) pairs.emplace_back(tl_pos[x], ncu_pos[b_for_a[x]]);
+  };
+  std::vector<std::uint32_t> tl_pos, ncu_pos;
+  if (!ordered) {
+    for (std::size_t i = 0; i < ncu_for_tl.size(); ++i)
+      if (ncu_for_tl[i] == kUnmatched) tl_pos.push_back(static_cast<std::uint32_t>(i));
+    for (std::size_t j = 0; j < tl_for_ncu.size(); ++j)
+      if (tl_for_ncu[j] == kUnmatched) ncu_pos.push_back(static_cast<std::uint32_t>(j));
+    align(tl_pos, ncu_pos, false);
+    return pairs;
+  }
+  std::size_t i = 0, j = 0;
+  const std::size_t n = ncu_for_tl.size(), m = tl_for_ncu.size();
+  while (i < n || j < m) {
+    tl_pos.clear();
+    ncu_pos.clear();
+    for (; i < n && ncu_for_tl[i] == kUnmatched; ++i) tl_pos.push_back(static_cast<std::uint32_t>(i));
+    for (; j < m && tl_for_ncu[j] == kUnmatched; ++j) ncu_pos.push_back(static_cast<std::uint32_t>(j));
+    align(tl_pos, ncu_pos, true);
+    if (i >= n || j >= m) break;
+    // Both now stand at the same matched pair (the alignment is ordered): step over it.
+    ++i;
+    ++j;
+  }
+  return pairs;
+}
+
 }  // namespace
 
-NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* anomalies) {
+NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, const NcuMatchOptions& options,
+                   Anomalies* anomalies) {
   NcuMatch out;
   out.ncu_row_for_kernel.assign(timeline.kernels.size(), kNoIndex);
   out.kernel_for_ncu_row.assign(ncu.rows(), kNoIndex);
+  out.launch_config_kernel_for_ncu_row.assign(ncu.rows(), kNoIndex);
+  out.strict_launch_config = options.strict_launch_config;
 
   std::vector<ProcessSequence> tl_processes = timeline_in_launch_order(timeline);
   std::vector<ProcessSequence> ncu_processes = ncu_in_id_order(ncu);
@@ -282,6 +357,9 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* ano
   std::vector<std::string> process_notes;
   auto process_pairs = pair_processes(tl_processes, ncu_processes, process_notes);
   IdentityInterner interner(timeline, ncu, out.used_mangled_names, dims_known);
+  // Names alone, for the stretches the full identities leave unmatched on both sides.
+  IdentityInterner by_name(timeline, ncu, out.used_mangled_names, false);
+  LaunchConfigExamples config_examples;
 
   struct PairAlignment {
     std::size_t tl_process, ncu_process;
@@ -321,10 +399,11 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* ano
           AlignmentLimits{}.max_edit_distance, AlignmentLimits{}.max_steps));
     }
     al.tl_for_ncu.assign(ncu_items.size(), kUnmatched);
+    for (std::size_t i = 0; i < al.ncu_for_tl.size(); ++i)
+      if (al.ncu_for_tl[i] != kUnmatched) al.tl_for_ncu[al.ncu_for_tl[i]] = static_cast<std::uint32_t>(i);
     for (std::size_t i = 0; i < al.ncu_for_tl.size(); ++i) {
       std::uint32_t j = al.ncu_for_tl[i];
       if (j == kUnmatched) continue;
-      al.tl_for_ncu[j] = static_cast<std::uint32_t>(i);
       const std::uint32_t k = tl_items[i];
       const std::uint32_t r = ncu_items[j];
       out.ncu_row_for_kernel[k] = r;
@@ -333,6 +412,29 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* ano
       const Dim3 tg = timeline.kernels.grid[k], tb = timeline.kernels.block[k];
       const bool comparable = tg.known() && tb.known() && ncu.grid[r].known() && ncu.block[r].known();
       if (comparable && (tg != ncu.grid[r] || tb != ncu.block[r])) ++out.grid_block_disagreements;
+    }
+    // Kernels of one name whose launch configuration differs between the runs: paired by name in the
+    // stretches left over (grid and block are part of the identity only when both sides know them).
+    if (dims_known) {
+      std::vector<std::uint32_t> tl_names(tl_items.size()), ncu_names(ncu_items.size());
+      for (std::size_t i = 0; i < tl_items.size(); ++i)
+        if (al.ncu_for_tl[i] == kUnmatched) tl_names[i] = by_name.timeline_kernel(tl_items[i]);
+      for (std::size_t j = 0; j < ncu_items.size(); ++j)
+        if (al.tl_for_ncu[j] == kUnmatched) ncu_names[j] = by_name.ncu_row(ncu_items[j]);
+      for (auto [i, j] : pair_by_name_in_unmatched_stretches(al.ncu_for_tl, al.tl_for_ncu, tl_names, ncu_names,
+                                                              al.ordered)) {
+        const std::uint32_t k = tl_items[i];
+        const std::uint32_t r = ncu_items[j];
+        out.launch_config_kernel_for_ncu_row[r] = k;
+        ++out.launch_config_differs;
+        config_examples.add(timeline, ncu, k, r);
+        if (options.strict_launch_config) continue;
+        al.ncu_for_tl[i] = j;
+        al.tl_for_ncu[j] = i;
+        out.ncu_row_for_kernel[k] = r;
+        out.kernel_for_ncu_row[r] = k;
+        ++out.matched;
+      }
     }
     alignments.push_back(std::move(al));
   }
@@ -349,7 +451,9 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* ano
   const char* identity_words = out.used_mangled_names ? "exact mangled name, grid and block"
                                : dims_known          ? "kernel name, grid and block"
                                                      : "kernel name alone (grid or block unknown for some kernels)";
-  if (timeline_kernels > 0 && ncu.rows() > 0 && 2 * out.matched < timeline_kernels && 2 * out.matched < ncu.rows()) {
+  // Pairs refused for their launch configuration still say the CSV belongs to this capture.
+  const std::size_t paired = out.matched + (options.strict_launch_config ? out.launch_config_differs : 0);
+  if (timeline_kernels > 0 && ncu.rows() > 0 && 2 * paired < timeline_kernels && 2 * paired < ncu.rows()) {
     throw InputError(ncu.path, fmt::format("the ncu CSV does not belong to this capture: only {} of {} timeline "
                                            "kernels (and of {} ncu rows) match by {} (was it recorded over another "
                                            "window?)",
@@ -362,6 +466,14 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* ano
   for (auto& n : fallback_notes) out.notes.push_back(std::move(n));
   if (out.grid_block_disagreements > 0) {
     out.notes.push_back(fmt::format("{} matched pairs disagree on grid or block", out.grid_block_disagreements));
+  }
+  if (out.launch_config_differs > 0) {
+    out.notes.push_back(fmt::format(
+        "{} ncu row{} {} a kernel of the same name and invocation order whose grid or block differ (another "
+        "launch configuration of the same kernel: autotuned separately in the two runs?): {}{}",
+        out.launch_config_differs, out.launch_config_differs == 1 ? "" : "s",
+        options.strict_launch_config ? "were refused (--strict-launch-config) pairing with" : "matched",
+        config_examples.text(), options.strict_launch_config ? "; they stay unmatched" : ""));
   }
 
   // One line per divergent stretch, in sequence order; a stretch on each side in the same gap of an ordered

@@ -44,17 +44,34 @@ struct NcuMatch {
   std::size_t matched = 0;
   std::vector<std::uint32_t> unmatched_rows;     // ncu rows without a kernel
   std::vector<std::uint32_t> unmatched_kernels;  // timeline kernels (kind kernel) without a row
-  std::size_t grid_block_disagreements = 0;      // matched pairs whose grid or block differ (should be 0)
+  std::size_t grid_block_disagreements = 0;      // pairs of one identity whose grid or block differ (should be 0)
+  // Parallel to NcuTable rows: the timeline kernel of the same name that the row pairs with in invocation
+  // order although its grid or block differs (an autotuned kernel compiled separately in the two runs),
+  // kNoIndex for rows paired by full identity or not at all. Under strict_launch_config such a row stays
+  // unmatched and this names the kernel it was refused.
+  std::vector<std::uint32_t> launch_config_kernel_for_ncu_row;
+  std::size_t launch_config_differs = 0;  // rows with a launch_config_kernel_for_ncu_row
+  bool strict_launch_config = false;      // those pairs were refused, not matched
   bool used_mangled_names = false;               // identity compared exact mangled names on both sides
   std::vector<std::string> notes;                // how divergences were aligned, one line each
+};
+
+struct NcuMatchOptions {
+  // Refuse pairs whose launch configuration differs: leave both sides unmatched (and reported).
+  bool strict_launch_config = false;
 };
 
 // Timeline kernels are taken in launch order (the launch's CPU timestamp, else the kernel's start),
 // per process. Where the two identity sequences diverge they are aligned (longest common subsequence
 // by Myers' diff) and every row and kernel left over is reported. Throws InputError when the CSV
 // cannot belong to this capture (fewer than half of the timeline kernels and fewer than half of the
-// ncu rows match). Records in anomalies, when given, where identities compared names alone and where a
-// process pair was paired by occurrence.
-NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, Anomalies* anomalies = nullptr);
+// ncu rows match).
+// Where the full identities leave a stretch unmatched on both sides between the same matched neighbours,
+// the stretch is aligned again by kernel name alone: a kernel whose grid or block differ between the two
+// runs (Inductor autotuned it separately in each) pairs with its counterpart in invocation order, flagged in
+// launch_config_kernel_for_ncu_row and counted in launch_config_differs. Records in anomalies, when given,
+// where identities compared names alone and where a process pair was paired by occurrence.
+NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, const NcuMatchOptions& options = {},
+                   Anomalies* anomalies = nullptr);
 
 }  // namespace opprof

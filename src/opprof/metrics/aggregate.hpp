@@ -2,6 +2,7 @@
 // Aggregation of matched ncu counters per operator, module and kernel family, derived figures, and a
 // bottleneck class per group; and the coverage figures of an attribution.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,13 +17,20 @@ namespace opprof {
 // Counters per timeline kernel: values[kernel * metrics.size() + m], NaN where the kernel has no ncu row
 // or the row lacks the metric.
 struct KernelMetrics {
+  static constexpr std::size_t kByDuration = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t kNoWeight = kByDuration - 1;
   std::vector<MetricSpec> metrics;       // the metric set's metrics present in the CSV
   std::vector<std::string> missing;      // metric set entries the CSV lacks
-  std::vector<std::string> units;        // per metric, from the CSV
+  std::vector<std::string> units;        // per metric, from the CSV (the unit the set declares)
+  // Per metric, what a wmean weighs each kernel's value by: the index of its weight metric in metrics,
+  // kByDuration (timeline duration), or kNoWeight (sum and max; or a weight metric the CSV lacks, which
+  // leaves the mean unknown rather than weighted by something else).
+  std::vector<std::size_t> weight;
   std::vector<double> values;
   std::size_t kernels = 0;
   double value(std::size_t kernel, std::size_t m) const { return values[kernel * metrics.size() + m]; }
 };
+// Throws InputError at the CSV's units row when a metric's unit is not the one the set declares.
 KernelMetrics collect_kernel_metrics(const Timeline& tl, const NcuTable& ncu, const NcuMatch& match,
                                      const MetricSet& set);
 
@@ -41,10 +49,23 @@ struct GroupStats {
   std::vector<double> metric;      // per KernelMetrics::metrics, aggregated; NaN when no counters
   double dram_bytes = -1;          // derived: read + write, -1 when unknown
   double dram_bandwidth_gbps = -1; // derived: DRAM bytes / ncu duration
-  double flops = -1;               // derived: 2*FFMA + FADD + FMUL (+ 2*DFMA + ...), -1 when unknown
+  // Derived floating-point work (docs/bottlenecks.md lists the counters and their FLOP per count), each
+  // -1 when the metric set has none of its counters. flops is the sum of the known kinds.
+  double flops = -1;
+  double tensor_flops = -1;        // on the tensor cores: FP16, BF16, TF32, FP8, FP64 inputs
+  double fp32_flops = -1;          // FP32 on the CUDA cores: 2*FFMA + FADD + FMUL
+  double fp16_flops = -1;          // FP16 on the CUDA cores: 4*HFMA2 + 2*HADD2 + 2*HMUL2
+  double fp64_flops = -1;          // FP64 on the CUDA cores: 2*DFMA + DADD + DMUL
+  double gflops = -1;              // achieved: flops / ncu duration, GFLOP/s (1e9 FLOP per second)
+  double tensor_gflops = -1;       // tensor_flops / ncu duration
+  double fp32_gflops = -1;         // fp32_flops / ncu duration
   double arithmetic_intensity = -1;  // flops / DRAM byte
+  // Occupancy, % of the SM's warps, that the registers and the shared memory per block allow (timeline-
+  // duration-weighted over the group's kernels); NaN when unknown.
+  double register_occupancy_cap_pct = std::numeric_limits<double>::quiet_NaN();
+  double shared_mem_occupancy_cap_pct = std::numeric_limits<double>::quiet_NaN();
   std::string bottleneck;          // class (see classify_bottleneck)
-  std::string bottleneck_why;      // the figures behind it
+  std::string bottleneck_why;      // the figures that decided it, the others, and the advice
 };
 
 struct Aggregates {
@@ -74,6 +95,9 @@ struct Coverage {
   bool has_ncu = false;
   std::size_t ncu_rows = 0, ncu_matched = 0, ncu_unmatched_rows = 0, ncu_unmatched_kernels = 0;
   std::size_t ncu_grid_block_disagreements = 0;
+  std::size_t ncu_launch_config_differs = 0;  // rows paired with a kernel of another launch configuration
+  bool ncu_strict_launch_config = false;      // ... and refused for it
+  std::int64_t by_phase_ns[kPhases] = {0, 0, 0, 0};  // indexed by Phase
 
   double pct(std::int64_t ns) const { return kernel_time_ns > 0 ? 100.0 * double(ns) / double(kernel_time_ns) : 0.0; }
 };

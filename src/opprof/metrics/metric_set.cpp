@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "opprof/util/embedded.hpp"
@@ -22,12 +23,32 @@ MetricSet MetricSet::for_chip(std::string_view chip) const {
     if (m.arch == "*" || m.arch != chip) continue;
     auto it = std::find_if(out.metrics.begin(), out.metrics.end(),
                            [&](const MetricSpec& x) { return !m.replaces.empty() && x.name == m.replaces; });
-    if (it != out.metrics.end())
-      *it = m;
-    else
+    if (it == out.metrics.end()) {
       out.metrics.push_back(m);
+      continue;
+    }
+    // Rows weighted by the metric this row stands in for are weighted by this one on this chip.
+    for (auto& x : out.metrics)
+      if (x.weight == it->name) x.weight = m.name;
+    *it = m;
   }
   return out;
+}
+
+void require_rows_for_chip(const MetricSet& set, std::string_view chip) {
+  if (set.metrics.empty()) return;
+  for (const auto& m : set.metrics)
+    if (m.arch == "*" || m.arch == chip) return;
+  std::vector<std::string> chips;
+  for (const auto& m : set.metrics)
+    if (std::find(chips.begin(), chips.end(), m.arch) == chips.end()) chips.push_back(m.arch);
+  const std::string capture = chip.empty() ? "the capture does not say its chip"
+                                           : fmt::format("the capture ran on {}", chip);
+  throw InputError(set.source,
+                   fmt::format("no row of the metric set applies to this capture: its rows are for {} only, and {} "
+                               "(give rows the arch '*' or the capture's chip)",
+                               join(chips, ", "), capture),
+                   {set.metrics.front().line, 1, 0, set.metrics.front().line != 0});
 }
 
 std::vector<std::string> MetricSet::names() const {
@@ -46,6 +67,7 @@ const MetricSpec* MetricSet::find(std::string_view name) const {
 MetricSet parse_metric_set(std::string_view text, const std::string& source) {
   MetricSet set;
   set.source = source;
+  std::vector<InputPosition> weight_at;  // per metric, where its weight column starts
   std::uint32_t line_no = 0;
   for (std::string_view line : split_lines(text)) {
     ++line_no;
@@ -53,9 +75,15 @@ MetricSet parse_metric_set(std::string_view text, const std::string& source) {
     if (t.empty() || t.front() == '#') continue;
     auto cols = split(line, '\t');
     auto at = [&](std::size_t i) { return i < cols.size() ? std::string(trim(cols[i])) : std::string(); };
-    InputPosition pos{line_no, 1, 0, true};
+    // 1-based column of field i (past the end of the line for a missing field), for messages.
+    auto pos = [&](std::size_t i) {
+      std::uint64_t col = 1;
+      for (std::size_t c = 0; c < i && c < cols.size(); ++c) col += cols[c].size() + 1;
+      return InputPosition{line_no, col, 0, true};
+    };
     if (cols.size() < 3)
-      throw InputError(source, "expected tab-separated columns: metric, aggregate, axis[, arch, replaces, reason]", pos);
+      throw InputError(source, "expected tab-separated columns: metric, aggregate, axis, arch, replaces, reason, unit, weight",
+                       pos(0));
     MetricSpec m;
     m.name = at(0);
     m.line = line_no;
@@ -63,18 +91,56 @@ MetricSet parse_metric_set(std::string_view text, const std::string& source) {
     if (auto parsed = enum_from_name<Aggregate>(kAggregateNames, agg))
       m.aggregate = *parsed;
     else
-      throw InputError(source, fmt::format("unknown aggregate '{}' for {} (expected sum, wmean or max)", agg, m.name), pos);
+      throw InputError(source, fmt::format("unknown aggregate '{}' for {} (expected sum, wmean or max)", agg, m.name),
+                       pos(0));
     m.axis = at(2);
     m.arch = at(3).empty() ? "*" : at(3);
     m.replaces = at(4);
     m.reason = at(5);
+    m.unit = at(6);
+    m.weight = at(7);
     if (m.name.empty() || m.name.find_first_of(" ,\"") != std::string::npos)
-      throw InputError(source, fmt::format("bad metric name '{}'", m.name), pos);
+      throw InputError(source, fmt::format("bad metric name '{}'", m.name), pos(0));
     if (set.find(m.name) && m.arch == "*")
-      throw InputError(source, fmt::format("metric {} is listed twice", m.name), pos);
+      throw InputError(source, fmt::format("metric {} is listed twice", m.name), pos(0));
+    // Every metric says its unit, so that a capture in other units is refused instead of misread.
+    if (m.unit.empty())
+      throw InputError(source,
+                       fmt::format("metric {} declares no unit (column 7: the unit ncu prints with --print-units base, "
+                                   "'-' for none)",
+                                   m.name),
+                       pos(6));
+    if (m.unit == "-") m.unit.clear();
+    if (m.aggregate == Aggregate::kWeightedMean && m.weight.empty())
+      throw InputError(source,
+                       fmt::format("wmean metric {} declares no weight (column 8: '{}' or a sum metric of the set, "
+                                   "the ratio's denominator)",
+                                   m.name, kDurationWeight),
+                       pos(7));
+    if (m.aggregate != Aggregate::kWeightedMean && !m.weight.empty() && m.weight != "-")
+      throw InputError(source, fmt::format("metric {} is aggregated by {}, which takes no weight", m.name, agg), pos(7));
+    if (m.weight == "-") m.weight.clear();
+    weight_at.push_back(pos(7));
     set.metrics.push_back(std::move(m));
   }
   if (set.metrics.empty()) throw InputError(source, "the metric set names no metric");
+  // A weight names a sum metric that the same chips collect: a "*" row, or a row of the weighted row's chip.
+  for (std::size_t i = 0; i < set.metrics.size(); ++i) {
+    const MetricSpec& m = set.metrics[i];
+    if (m.weight.empty() || m.weight == kDurationWeight) continue;
+    auto it = std::find_if(set.metrics.begin(), set.metrics.end(), [&](const MetricSpec& w) {
+      return w.name == m.weight && (w.arch == "*" || w.arch == m.arch);
+    });
+    const InputPosition& where = weight_at[i];
+    if (it == set.metrics.end())
+      throw InputError(source, fmt::format("the weight of {} is {}, which is not a metric of the set for {}", m.name,
+                                           m.weight, m.arch == "*" ? "every chip" : m.arch),
+                       where);
+    if (it->aggregate != Aggregate::kSum)
+      throw InputError(source, fmt::format("the weight of {} is {}, which is aggregated by {}; a weight must be a sum",
+                                           m.name, m.weight, to_string(it->aggregate)),
+                       where);
+  }
   return set;
 }
 
@@ -211,19 +277,26 @@ std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const Met
     bool ratio = entry->type == "Ratio";
     bool rollup_ok = ratio ? one_of(parts[1], kRatioRollups) : one_of(parts[1], kCounterRollups);
     bool sub_ok = parts.size() < 3 || (parts.size() == 3 && one_of(parts[2], kSubmetrics));
-    if (!rollup_ok || !sub_ok) problem(fmt::format("suffix not valid for a {} metric", entry->type));
+    if (!rollup_ok || !sub_ok) {
+      problem(fmt::format("suffix not valid for a {} metric", entry->type));
+      continue;
+    }
+    std::optional<std::string> expected = catalog_unit(*entry, m.name);
+    if (expected && m.unit != *expected)
+      problem(fmt::format("declares unit '{}', ncu prints '{}' for it (the {} catalog)", m.unit.empty() ? "-" : m.unit,
+                          expected->empty() ? "-" : *expected, catalog.chip));
   }
   return problems;
 }
 
-std::string metric_unit(std::string_view name, const MetricCatalog& catalog) {
-  auto parts = split(name, '.');
-  if (parts.size() >= 3 && starts_with(parts[2], "pct_of_peak")) return "%";
+std::optional<std::string> catalog_unit(const MetricCatalog::Entry& entry, std::string_view full_name) {
+  auto parts = split(full_name, '.');
   if (parts.size() >= 2 && parts[1] == "pct") return "%";
-  const auto* entry = catalog.find(parts[0]);
-  if (!entry) return "";
-  if (parts.size() >= 3 && parts[2] == "per_second") return entry->unit + "/second";
-  return entry->unit;
+  if (parts.size() >= 3 && starts_with(parts[2], "pct_of_peak")) return "%";
+  // Rates and peaks (per_second, per_cycle_*, peak_sustained*): the catalog does not say how ncu spells
+  // their compound unit, so only the CSV's units row checks them.
+  if (parts.size() >= 3) return std::nullopt;
+  return entry.unit;
 }
 
 }  // namespace opprof

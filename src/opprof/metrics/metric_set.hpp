@@ -3,6 +3,7 @@
 // it is there. The default set is data/metrics_default.tsv (compiled in); a user's file replaces it.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,7 +14,7 @@ namespace opprof {
 
 enum class Aggregate : std::uint8_t {
   kSum = 0,           // counts and bytes: sum over kernels
-  kWeightedMean = 1,  // rates and percentages: mean weighted by each kernel's timeline duration
+  kWeightedMean = 1,  // rates, percentages, ratios: mean weighted by the row's weight (MetricSpec::weight)
   kMax = 2,           // launch configuration (registers, shared memory): the largest
 };
 inline constexpr std::array<const char*, 3> kAggregateNames = {"sum", "wmean", "max"};  // metric-set TSV, metrics table
@@ -27,8 +28,18 @@ struct MetricSpec {
   std::string arch;      // "*" for every architecture, else one chip ("gh100") this row is for
   std::string replaces;  // on that chip, the metric of the "*" set this row stands in for ("" for none)
   std::string reason;    // why the metric is in the set
+  // The base unit ncu prints for it with --print-units base ("ns", "byte", "%", "inst", "sector"; "" where
+  // ncu prints none, written "-" in the file). The ncu CSV's units row must say the same.
+  std::string unit;
+  // wmean only: what each kernel's value is weighted by, kDurationWeight (the kernel's timeline duration)
+  // or the name of a sum metric of the set (the ratio's denominator: sectors for a hit rate,
+  // instructions for a per-instruction figure). "" for sum and max.
+  std::string weight;
   std::uint32_t line = 0;
 };
+
+// The weight of a wmean metric that stands for the kernel's timeline duration.
+inline constexpr std::string_view kDurationWeight = "duration";
 
 struct MetricSet {
   std::string source;  // file path, or "<built-in>"
@@ -40,11 +51,15 @@ struct MetricSet {
   const MetricSpec* find(std::string_view name) const;
 };
 
-// Parses a metric-set file (tab-separated: name, aggregate, axis, arch, replaces, reason; '#' comments).
-// Throws InputError with the line on bad syntax or an unknown aggregate.
+// Parses a metric-set file (format version 2, tab-separated: name, aggregate, axis, arch, replaces, reason,
+// unit, weight; '#' comments). Throws InputError with line and column on bad syntax, an unknown aggregate,
+// a missing unit, or a wmean row whose weight is missing or names no sum metric of the set.
 MetricSet parse_metric_set(std::string_view text, const std::string& source);
 MetricSet load_metric_set(const std::string& path);  // "" -> the built-in default
 MetricSet default_metric_set();
+// Throws InputError (at the set's first row) when no row of the set applies to the capture's chip ("" when
+// the capture does not say): every row is for other chips, so every operator would end "unmeasured".
+void require_rows_for_chip(const MetricSet& set, std::string_view chip);
 
 // One chip's ncu metric catalog (`ncu --query-metrics --chip <chip> --csv`): base names and their types.
 struct MetricCatalog {
@@ -77,13 +92,12 @@ struct MetricProblem {
   std::string to_string() const;  // "<source>:<line>: <metric>: <message>"
 };
 
-// Problems with the set's names against a catalog: an unknown base name, or a rollup suffix its type
-// does not have. launch__* and device__attribute__* are always collectable.
+// Problems with the set's names against a catalog: an unknown base name, a rollup suffix its type does not
+// have, or a declared unit other than the catalog's. launch__* and device__attribute__* are always
+// collectable (and not in the catalog, so their units are checked against the CSV only).
 std::vector<MetricProblem> validate_metric_names(const MetricSet& set, const MetricCatalog& catalog);
-
-// The unit of a metric's value as ncu prints it with --print-units base: "%" for percentages of peak,
-// else the catalog's unit of its base name (with "/second" for .per_second); "" where the catalog does not
-// say (launch__* is in no catalog).
-std::string metric_unit(std::string_view name, const MetricCatalog& catalog);
+// The base unit ncu prints for a full metric name whose base the catalog lists: "%" for .pct and
+// pct_of_peak_* submetrics, the catalog's unit for a plain rollup, nullopt for other submetrics.
+std::optional<std::string> catalog_unit(const MetricCatalog::Entry& entry, std::string_view full_name);
 
 }  // namespace opprof

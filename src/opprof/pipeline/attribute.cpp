@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "opprof/attribute/input_checks.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/store/profile_db.hpp"
 #include "opprof/util/error.hpp"
@@ -105,15 +106,21 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   if (tl.kernels.size() == 0) throw InputError(request.trace, "the trace holds no GPU activity (was CUDA profiled?)");
 
   r.chip = chip_for_capture(tl.metadata);
+  require_rows_for_chip(in.metric_set, r.chip);
   r.metric_set = in.metric_set.for_chip(r.chip.empty() ? "*" : r.chip);
   require_collectable(r.metric_set, r.chip);
 
+  std::vector<std::string> warnings;  // stored in the profile: the report repeats them
   std::optional<InductorArtifacts> inductor;
   if (!request.inductor.empty()) {
     Stopwatch sw;
     inductor = read_inductor_artifacts(request.inductor);
     tell(observer, progress::InductorRead{inductor->graphs.size(), inductor->module_maps.size(), sw.seconds()});
+    warnings = check_inductor_matches_timeline(tl, *inductor, request.inductor);
+  } else if (std::string w = compiled_without_inductor_warning(tl); !w.empty()) {
+    warnings.push_back(std::move(w));
   }
+  for (const std::string& w : warnings) tell(observer, progress::Warning{w});
   if (!request.ncu.empty()) {
     Stopwatch sw;
     r.ncu = read_ncu_csv(request.ncu);
@@ -128,11 +135,19 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   r.kernel_metrics.kernels = tl.kernels.size();
   if (r.ncu) {
     sw = Stopwatch();
-    r.match = match_ncu(tl, *r.ncu, &r.notes.anomalies);
+    r.match = match_ncu(tl, *r.ncu, request.matching, &r.notes.anomalies);
     r.kernel_metrics = collect_kernel_metrics(tl, *r.ncu, *r.match, r.metric_set);
     tell(observer, progress::Matched{r.match->matched, r.ncu->rows(), r.match->unmatched_rows.size(),
                                      r.match->unmatched_kernels.size(), sw.seconds()});
     for (const auto& m : r.kernel_metrics.missing) tell(observer, progress::MissingMetric{m});
+    if (const std::size_t n = r.match->launch_config_differs; n > 0)
+      tell(observer, progress::Warning{fmt::format(
+                         "{} ncu {} with a kernel of the same name whose grid or block differ (another launch "
+                         "configuration of the same kernel){}",
+                         n, n == 1 ? "row pairs" : "rows pair",
+                         request.matching.strict_launch_config
+                             ? ": left unmatched (--strict-launch-config)"
+                             : ": matched, their counters come from the other configuration")});
   }
 
   r.aggregates = aggregate(tl, r.attribution, r.kernel_metrics);
@@ -147,6 +162,7 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   meta["metric_set"] = in.metric_set.source;
   meta["chip"] = r.chip;
   for (std::size_t i = 0; i < r.notes.lines.size(); ++i) meta[fmt::format("note.attribution.{}", i)] = r.notes.lines[i];
+  for (std::size_t i = 0; i < warnings.size(); ++i) meta[fmt::format("warning.attribute.{}", i)] = warnings[i];
   meta["timing.read_s"] = fmt::format("{:.3f}", r.capture.read_s);
   meta["timing.attribute_s"] = fmt::format("{:.3f}", attribute_s);
   r.elapsed_s = r.capture.read_s + total.seconds();

@@ -32,6 +32,7 @@ struct AttributeRequest {
   // Store every operator range, also those that launched no GPU work.
   bool all_ranges = false;
   AttributionOptions attribution;  // filled from opaque_backends when that is given
+  NcuMatchOptions matching;        // --strict-launch-config
   // Stored in the profile's meta table beside the pipeline's own keys (capture facts of `opprof profile`).
   std::map<std::string, std::string> extra_metadata;
 };
@@ -96,6 +97,9 @@ struct Matched {
 struct MissingMetric {  // a metric of the set without a column in the ncu CSV
   std::string name;
 };
+struct Warning {  // an input that fits the capture only in part; also stored as meta "warning.<stage>.<n>"
+  std::string text;
+};
 struct Written {
   std::string path;
   double seconds = 0, total_seconds = 0;
@@ -104,7 +108,7 @@ struct Written {
 }  // namespace progress
 using AttributeEvent = std::variant<progress::TraceBytes, progress::TraceRead, progress::InductorRead,
                                     progress::NcuRead, progress::Attributed, progress::Matched,
-                                    progress::MissingMetric, progress::Written>;
+                                    progress::MissingMetric, progress::Warning, progress::Written>;
 
 class ProgressObserver {
  public:

@@ -25,6 +25,11 @@ void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLi
     j.key("dram_bytes").number_or_null(g.dram_bytes);  // derived figures use -1 for unknown
     j.key("dram_gbps").number_or_null(g.dram_bandwidth_gbps);
     j.key("flops").number_or_null(g.flops);
+    j.key("tensor_flops").number_or_null(g.tensor_flops);
+    j.key("fp32_flops").number_or_null(g.fp32_flops);
+    j.key("gflops").number_or_null(g.gflops);
+    j.key("tensor_gflops").number_or_null(g.tensor_gflops);
+    j.key("fp32_gflops").number_or_null(g.fp32_gflops);
     j.key("arithmetic_intensity").number_or_null(g.arithmetic_intensity);
     j.end_object();
   }
@@ -70,6 +75,13 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("by_path_ns").begin_object();
   for (AttributionPath p : kPaths) j.key(to_string(p)).integer(path_ns(p));
   j.end_object();
+  constexpr Phase kPhaseOrder[] = {Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kOther};
+  j.key("by_phase").begin_object();
+  for (Phase p : kPhaseOrder) j.key(to_string(p)).number(c.pct(c.by_phase_ns[static_cast<int>(p)]));
+  j.end_object();
+  j.key("by_phase_ns").begin_object();
+  for (Phase p : kPhaseOrder) j.key(to_string(p)).integer(c.by_phase_ns[static_cast<int>(p)]);
+  j.end_object();
 
   j.key("opaque_backends").begin_array();
   for (const auto& [backend, ns] : c.opaque_backends)
@@ -95,6 +107,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("unmatched_rows").unsigned_integer(c.ncu_unmatched_rows);
   j.key("unmatched_kernels").unsigned_integer(c.ncu_unmatched_kernels);
   j.key("grid_block_disagreements").unsigned_integer(c.ncu_grid_block_disagreements);
+  j.key("launch_config_differs").unsigned_integer(c.ncu_launch_config_differs);
+  j.key("strict_launch_config").boolean(c.ncu_strict_launch_config);
   j.key("identity");
   if (!c.has_ncu)
     j.null();

@@ -7,15 +7,19 @@
 //   opaque_backend_ns, opaque_backend_pct
 //   by_path {correlation, enclosure, fusion, none}            percent of kernel time per attribution path
 //   by_path_ns {correlation, enclosure, fusion, none}
+//   by_phase {forward, backward, optimizer, other}            percent of kernel time per phase
+//   by_phase_ns {forward, backward, optimizer, other}
 //   opaque_backends [{backend, time_ns, pct}]
 //   unattributed [{family, reason, kernels, time_ns, pct}]    every group, largest first
 //   ncu {available, rows, matched, unmatched_rows, unmatched_kernels, grid_block_disagreements,
-//        identity, missing_metrics [..], notes [..]}
+//        launch_config_differs (rows paired with a kernel of another launch configuration),
+//        strict_launch_config (those pairs refused), identity, missing_metrics [..], notes [..]}
 //   anomalies {kind: {count, detail [..]}}                   choices the engine made on its own (ties,
 //                                                             fallbacks); {} when there were none
 //   operators, modules [{name, fused_ops, kernels, time_ns, time_pct, counted_time_ns, bottleneck,
 //        bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps, flops,
-//        arithmetic_intensity}]                               the top ReportOptions::top, largest first
+//        tensor_flops, fp32_flops, gflops, tensor_gflops, fp32_gflops, arithmetic_intensity}]
+//                                                             the top ReportOptions::top, largest first
 //   operator_count, module_count                              all groups in the profile
 //   warnings [..]
 #include <string>

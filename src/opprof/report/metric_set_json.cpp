@@ -15,10 +15,6 @@ std::string render_metric_set_json(const MetricSet& set, const MetricSetQuery& q
   per_chip.reserve(chips.size());
   for (const auto& c : chips) per_chip.push_back(set.for_chip(c));
   const MetricCatalog catalog = builtin_metric_catalog(query.chip);
-  // Units do not depend on the chip; the chip-independent set takes them from any built-in catalog.
-  MetricCatalog unit_catalog = catalog;
-  for (std::size_t i = 0; unit_catalog.entries.empty() && i < chips.size(); ++i)
-    unit_catalog = builtin_metric_catalog(chips[i]);
 
   JsonWriter w;
   w.begin_object();
@@ -39,7 +35,8 @@ std::string render_metric_set_json(const MetricSet& set, const MetricSetQuery& q
     w.key("name").string(m.name);
     w.key("aggregate").string(to_string(m.aggregate));
     w.key("axis").string(m.axis);
-    w.key("unit").string(metric_unit(m.name, unit_catalog));
+    w.key("unit").string(m.unit);  // declared by the set's file, checked against the catalog and the CSV
+    w.key("weight").string(m.weight);
     w.key("reason").string(m.reason);
     w.key("arch").string(m.arch);
     w.key("replaces").string(m.replaces);

@@ -81,6 +81,9 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
 
   // Warnings: facts that change how far the numbers can be trusted.
   if (c.kernels == 0) s.warnings.push_back("The profile has no kernels: was the capture window empty?");
+  // What attribution warned about while it wrote the profile (an Inductor directory that does not fit, ...).
+  for (const auto& [key, value] : s.metadata)
+    if (starts_with(key, "warning.")) s.warnings.push_back(value);
   for (const char* key : {"clocks_locked", "timeline.clocks_locked"}) {
     auto it = s.metadata.find(key);
     if (it != s.metadata.end() && metadata_says_false(it->second)) {
@@ -99,6 +102,16 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
       s.warnings.push_back(fmt::format(
           "{} matched ncu row(s) disagree with their kernel's grid or block: the ncu CSV may come from another run.",
           c.ncu_grid_block_disagreements));
+    if (c.ncu_launch_config_differs > 0)
+      s.warnings.push_back(
+          c.ncu_strict_launch_config
+              ? fmt::format("{} ncu row(s) pair with a kernel of the same name whose grid or block differ; "
+                            "--strict-launch-config left them unmatched.",
+                            c.ncu_launch_config_differs)
+              : fmt::format("{} ncu row(s) matched a kernel whose grid or block differ: their counters come from "
+                            "another launch configuration of the same kernel (autotuned separately in the two "
+                            "runs?); --strict-launch-config refuses such pairs.",
+                            c.ncu_launch_config_differs));
     if (c.ncu_unmatched_rows > 0)
       s.warnings.push_back(fmt::format("{} ncu row(s) matched no timeline kernel; see the match notes.",
                                        c.ncu_unmatched_rows));

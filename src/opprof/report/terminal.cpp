@@ -49,6 +49,7 @@ void append_groups(std::string& out, std::string_view title, std::string_view co
                        pct_cell(line.counters.dram_pct), pct_cell(line.counters.tensor_pct, 7),
                        pct_cell(line.counters.occupancy_pct), number_cell(g.dram_bandwidth_gbps, 9));
     if (!g.fused_ops.empty()) out += fmt::format("    fuses {}\n", g.fused_ops);
+    if (!g.bottleneck_why.empty()) out += fmt::format("    {}: {}\n", g.bottleneck, g.bottleneck_why);
   }
 }
 
@@ -103,7 +104,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
                                               "capture.sm_clock.after_measured.mhz", "capture.status"};
   for (const auto& [key, value] : s.metadata) {
     if (key == "schema_version" || key == "created_at" || key == "opprof_version" || starts_with(key, "timeline.") ||
-        starts_with(key, "ncu.") || starts_with(key, "note."))
+        starts_with(key, "ncu.") || starts_with(key, "note.") || starts_with(key, "warning."))
       continue;
     if (starts_with(key, "capture.") &&
         std::none_of(std::begin(kCaptureShown), std::end(kCaptureShown), [&](const char* k) { return key == k; }))
@@ -131,6 +132,11 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
                      c.pct(c.by_path_ns[static_cast<int>(AttributionPath::kEnclosure)]),
                      c.pct(c.by_path_ns[static_cast<int>(AttributionPath::kFusion)]),
                      c.pct(c.by_path_ns[static_cast<int>(AttributionPath::kNone)]));
+  out += fmt::format("  by phase: forward {:.1f}%  backward {:.1f}%  optimizer {:.1f}%  other {:.1f}%\n",
+                     c.pct(c.by_phase_ns[static_cast<int>(Phase::kForward)]),
+                     c.pct(c.by_phase_ns[static_cast<int>(Phase::kBackward)]),
+                     c.pct(c.by_phase_ns[static_cast<int>(Phase::kOptimizer)]),
+                     c.pct(c.by_phase_ns[static_cast<int>(Phase::kOther)]));
 
   append_groups(out, "Top operators", "operator", s.operators, s.operator_count, false, options);
   append_groups(out, "Top modules", "module", s.modules, s.module_count, true, options);
@@ -177,8 +183,13 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
   } else {
     const std::string identity = meta("ncu.used_mangled_names") == "true" ? "exact mangled names"
                                                                           : "base name + grid + block";
-    out += fmt::format("\nncu: {}, {} matched to kernels ({}); {} matched no kernel; {} without counters\n",
-                       plural(c.ncu_rows, "row", "rows"), c.ncu_matched, identity,
+    const std::string other_config =
+        c.ncu_launch_config_differs == 0 ? std::string()
+        : c.ncu_strict_launch_config
+            ? fmt::format(", {} of another launch configuration refused", c.ncu_launch_config_differs)
+            : fmt::format(", {} of them of another launch configuration", c.ncu_launch_config_differs);
+    out += fmt::format("\nncu: {}, {} matched to kernels ({}{}); {} matched no kernel; {} without counters\n",
+                       plural(c.ncu_rows, "row", "rows"), c.ncu_matched, identity, other_config,
                        plural(c.ncu_unmatched_rows, "row", "rows"), plural(c.ncu_unmatched_kernels, "kernel", "kernels"));
     constexpr std::size_t kNotesShown = 5;
     for (std::size_t i = 0; i < s.match_notes.size() && i < kNotesShown; ++i)

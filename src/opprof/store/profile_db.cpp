@@ -82,7 +82,7 @@ void validate_inputs(const ProfileInputs& in) {
   const AttributionTable& a = *in.attribution;
   check_columns("attribution", k.size(), a.path, a.confidence, a.op_range, a.op, a.top_op, a.module, a.module_source,
                 a.fused_ops, a.fx_nodes, a.provenance_handle, a.source_line, a.family, a.reason, a.opaque,
-                a.opaque_backend);
+                a.opaque_backend, a.phase, a.forward_op);
   if (const KernelMetrics* km = in.kernel_metrics) {
     if (km->kernels != k.size() || km->values.size() != km->kernels * km->metrics.size())
       throw OutputError(fmt::format(
@@ -95,9 +95,11 @@ void validate_inputs(const ProfileInputs& in) {
   if (const NcuTable* ncu = in.ncu) {
     check_columns("ncu rows", ncu->rows(), ncu->id, ncu->pid, ncu->kernel_name, ncu->context, ncu->stream, ncu->device,
                   ncu->grid, ncu->block, ncu->line);
-    if (in.match && in.match->kernel_for_ncu_row.size() != ncu->rows())
-      throw OutputError(fmt::format("the ncu match covers {} rows, the ncu table has {}",
-                                    in.match->kernel_for_ncu_row.size(), ncu->rows()));
+    if (in.match && (in.match->kernel_for_ncu_row.size() != ncu->rows() ||
+                     in.match->launch_config_kernel_for_ncu_row.size() != ncu->rows()))
+      throw OutputError(fmt::format("the ncu match covers {} rows ({} with launch configurations), the ncu table has {}",
+                                    in.match->kernel_for_ncu_row.size(),
+                                    in.match->launch_config_kernel_for_ncu_row.size(), ncu->rows()));
   }
   if (in.aggregates) {
     std::size_t metrics = in.kernel_metrics ? in.kernel_metrics->metrics.size() : 0;
@@ -335,8 +337,8 @@ class Writer {
     const std::size_t ranges = tl_.ranges.size();
     insert_rows("attribution",
                 "kernel_id, path, confidence, op_range_id, op, top_op, module, module_source, fused_ops, fx_nodes, "
-                "provenance_handle, source_line, family, reason, opaque, opaque_backend",
-                16, a.size(), [&](Statement& s, int p, std::size_t i) {
+                "provenance_handle, source_line, family, reason, opaque, opaque_backend, phase, forward_op",
+                18, a.size(), [&](Statement& s, int p, std::size_t i) {
                   s.bind_int(p, static_cast<std::int64_t>(i));
                   s.bind_text(p + 1, to_string(a.path[i]));
                   // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
@@ -362,6 +364,8 @@ class Writer {
                   bind_str(s, p + 13, a.reason[i], "attribution", i, "reason");
                   s.bind_int(p + 14, a.opaque[i] ? 1 : 0);
                   bind_str(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
+                  s.bind_text(p + 16, to_string(a.phase[i]));
+                  bind_str(s, p + 17, a.forward_op[i], "attribution", i, "forward_op");
                 });
   }
 
@@ -369,8 +373,8 @@ class Writer {
     const KernelMetrics* km = in_.kernel_metrics;
     if (!km) return;
     Statement s(db_,
-                "INSERT INTO metrics (id, name, unit, aggregate, axis, reason, present) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+                "INSERT INTO metrics (id, name, unit, aggregate, axis, reason, present, weight) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     const std::size_t present = km->metrics.size();
     for (std::size_t m = 0; m < present; ++m) {
       const MetricSpec& spec = km->metrics[m];
@@ -381,6 +385,10 @@ class Writer {
       s.bind_text(5, spec.axis);
       s.bind_text(6, spec.reason);
       s.bind_int(7, 1);
+      if (spec.weight.empty())
+        s.bind_null(8);
+      else
+        s.bind_text(8, spec.weight);
       s.run();
     }
     for (std::size_t j = 0; j < km->missing.size(); ++j) {
@@ -388,6 +396,7 @@ class Writer {
       s.bind_text(2, km->missing[j]);
       for (int c = 3; c <= 6; ++c) s.bind_null(c);
       s.bind_int(7, 0);
+      s.bind_null(8);
       s.run();
     }
     // Only values present: kernels without an ncu row, and metrics a row lacks, have no row here.
@@ -407,8 +416,8 @@ class Writer {
     if (!ncu) return;
     Statement s(db_,
                 "INSERT INTO ncu_rows (row, ncu_id, pid, context, stream, device, kernel_name, grid_x, grid_y, grid_z, "
-                "block_x, block_y, block_z, csv_line, matched_kernel_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                "?10, ?11, ?12, ?13, ?14, ?15)");
+                "block_x, block_y, block_z, csv_line, matched_kernel_id, launch_config_kernel_id) VALUES (?1, ?2, ?3, ?4, "
+                "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
     for (std::size_t r = 0; r < ncu->rows(); ++r) {
       s.bind_int(1, static_cast<std::int64_t>(r));
       s.bind_int(2, as_i64(ncu->id[r]));
@@ -428,6 +437,11 @@ class Writer {
         s.bind_null(15);
       else
         s.bind_int(15, kernel);
+      std::uint32_t config_kernel = in_.match ? in_.match->launch_config_kernel_for_ncu_row[r] : kNoIndex;
+      if (config_kernel == kNoIndex)
+        s.bind_null(16);
+      else
+        s.bind_int(16, config_kernel);
       s.run();
     }
   }
@@ -435,7 +449,9 @@ class Writer {
   void write_groups(GroupBy by, const std::vector<GroupStats>& groups) {
     Statement s(db_, fmt::format("INSERT INTO {} (id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, "
                                  "dram_bytes, dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, "
-                                 "bottleneck_why) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                 "bottleneck_why, tensor_flops, fp32_flops, fp16_flops, fp64_flops, gflops, "
+                                 "tensor_gflops, fp32_gflops) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                                 "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                                  schema::group_table(by)));
     Statement gm(db_,
                  "INSERT INTO group_metrics (group_kind, group_id, key, metric_id, metric, value) "
@@ -465,6 +481,13 @@ class Writer {
         s.bind_null(13);
       else
         s.bind_text(13, g.bottleneck_why);
+      bind_derived(s, 14, g.tensor_flops);
+      bind_derived(s, 15, g.fp32_flops);
+      bind_derived(s, 16, g.fp16_flops);
+      bind_derived(s, 17, g.fp64_flops);
+      bind_derived(s, 18, g.gflops);
+      bind_derived(s, 19, g.tensor_gflops);
+      bind_derived(s, 20, g.fp32_gflops);
       s.run();
       for (std::size_t m = 0; m < g.metric.size(); ++m) {
         if (!std::isfinite(g.metric[m])) continue;
@@ -484,8 +507,9 @@ class Writer {
     Statement s(db_,
                 "INSERT INTO coverage (kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, "
                 "path_correlation_ns, path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, "
-                "ncu_unmatched_rows, ncu_unmatched_kernels, ncu_grid_block_disagreements) VALUES (?1, ?2, ?3, ?4, ?5, "
-                "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+                "ncu_unmatched_rows, ncu_unmatched_kernels, ncu_grid_block_disagreements, ncu_launch_config_differs, "
+                "ncu_strict_launch_config, phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
     s.bind_int(1, c.kernel_time_ns);
     s.bind_int(2, as_i64(c.kernels));
     s.bind_int(3, c.attributed_ns);
@@ -501,6 +525,9 @@ class Writer {
     s.bind_int(13, static_cast<std::int64_t>(c.ncu_unmatched_rows));
     s.bind_int(14, static_cast<std::int64_t>(c.ncu_unmatched_kernels));
     s.bind_int(15, static_cast<std::int64_t>(c.ncu_grid_block_disagreements));
+    s.bind_int(16, static_cast<std::int64_t>(c.ncu_launch_config_differs));
+    s.bind_int(17, c.ncu_strict_launch_config ? 1 : 0);
+    for (int ph = 0; ph < kPhases; ++ph) s.bind_int(18 + ph, c.by_phase_ns[ph]);
     s.run();
 
     Statement u(db_, "INSERT INTO unattributed (id, family, reason, kernels, time_ns) VALUES (?1, ?2, ?3, ?4, ?5)");

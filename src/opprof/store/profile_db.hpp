@@ -16,8 +16,9 @@
 namespace opprof {
 
 inline constexpr int kProfileSchemaVersion = 2;
-// The oldest version the reader still reads: version 1 lacks the anomalies table and reads as having none.
-inline constexpr int kOldestReadableSchemaVersion = 1;
+// The oldest version the reader reads: version 2 added the anomalies table, the metrics' weights and the
+// FLOP columns by kind of work; a version 1 profile is refused with its version (attribute it again).
+inline constexpr int kOldestReadableSchemaVersion = 2;
 // PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
 inline constexpr std::int64_t kProfileApplicationId = 0x6f707066;
 

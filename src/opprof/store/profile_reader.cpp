@@ -38,6 +38,13 @@ void read_columns(const Statement& q, int first, Fields&... fields) {
   (read_column(q, c++, fields), ...);
 }
 
+// As read_columns, for the derived figures: NULL (not computable) reads as -1.
+template <class... Fields>
+void read_derived_columns(const Statement& q, int first, Fields&... fields) {
+  int c = first;
+  ((fields = q.is_null(c) ? -1.0 : q.column_double(c), ++c), ...);
+}
+
 }  // namespace
 
 struct ProfileReader::Impl {
@@ -115,9 +122,11 @@ struct ProfileReader::Impl {
     check_header();
     if (version < kOldestReadableSchemaVersion || version > kProfileSchemaVersion) {
       auto writer = metadata.find("opprof_version");
-      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {} "
-                                         "(and older ones down to {}){}",
-                                         version, OPPROF_VERSION, kProfileSchemaVersion, kOldestReadableSchemaVersion,
+      const std::string older = kOldestReadableSchemaVersion < kProfileSchemaVersion
+                                    ? fmt::format(" (and older ones down to {})", kOldestReadableSchemaVersion)
+                                    : std::string();
+      throw InputError(path, fmt::format("profile has schema version {}; this opprof ({}) reads schema version {}{}{}",
+                                         version, OPPROF_VERSION, kProfileSchemaVersion, older,
                                          writer == metadata.end() ? std::string()
                                                                   : fmt::format(" (written by opprof {})", writer->second)));
     }
@@ -131,7 +140,8 @@ struct ProfileReader::Impl {
     Statement q(*db,
                 "SELECT kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, path_correlation_ns, "
                 "path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, ncu_unmatched_rows, "
-                "ncu_unmatched_kernels, ncu_grid_block_disagreements FROM coverage");
+                "ncu_unmatched_kernels, ncu_grid_block_disagreements, ncu_launch_config_differs, ncu_strict_launch_config, "
+                "phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns FROM coverage");
     if (!q.next()) throw InputError(path, "damaged opprof profile: the coverage table is empty");
     Coverage& c = coverage;
     read_columns(q, 0, c.kernel_time_ns, c.kernels, c.attributed_ns, c.module_attributed_ns, c.opaque_ns);
@@ -140,7 +150,8 @@ struct ProfileReader::Impl {
     c.by_path_ns[static_cast<int>(AttributionPath::kFusion)] = q.column_int(7);
     c.by_path_ns[static_cast<int>(AttributionPath::kNone)] = q.column_int(8);
     read_columns(q, 9, c.has_ncu, c.ncu_rows, c.ncu_matched, c.ncu_unmatched_rows, c.ncu_unmatched_kernels,
-                 c.ncu_grid_block_disagreements);
+                 c.ncu_grid_block_disagreements, c.ncu_launch_config_differs, c.ncu_strict_launch_config);
+    for (int ph = 0; ph < kPhases; ++ph) c.by_phase_ns[ph] = q.column_int(17 + ph);
 
     Statement u(*db, "SELECT family, reason, kernels, time_ns FROM unattributed ORDER BY id");
     while (u.next())
@@ -150,9 +161,7 @@ struct ProfileReader::Impl {
     while (o.next()) c.opaque_backends.emplace_back(o.column_text(0), o.column_int(1));
   }
 
-  // Schema version 1 has no anomalies table: such a profile reads as having none.
   void load_anomalies() {
-    if (schema_version < 2) return;
     Statement q(*db, "SELECT kind, count, detail FROM anomalies ORDER BY kind");
     while (q.next()) {
       ProfileAnomaly a;
@@ -175,10 +184,10 @@ struct ProfileReader::Impl {
   }
 
   void load_metrics() {
-    Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present FROM metrics ORDER BY id");
+    Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present, weight FROM metrics ORDER BY id");
     while (q.next()) {
       ProfileMetric m;
-      read_columns(q, 0, m.id, m.name, m.unit, m.aggregate, m.axis, m.reason, m.present);
+      read_columns(q, 0, m.id, m.name, m.unit, m.aggregate, m.axis, m.reason, m.present, m.weight);
       metric_by_id.emplace(m.id, metrics.size());
       metrics.push_back(std::move(m));
     }
@@ -219,23 +228,22 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
   try {
     Statement q(*impl_->db,
                 fmt::format("SELECT id, key, fused_ops, kernels, time_ns, time_share, counted_time_ns, dram_bytes, "
-                            "dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, bottleneck_why FROM {} "
+                            "dram_bandwidth_gbps, flops, arithmetic_intensity, bottleneck, bottleneck_why, tensor_flops, "
+                            "fp32_flops, fp16_flops, fp64_flops, gflops, tensor_gflops, fp32_gflops FROM {} "
                             "ORDER BY id LIMIT ?1",
                             schema::group_table(by)));
     q.bind_int(1, sql_limit);
     // The group's id -> its position in out; ids are positions in the writer's order, but the reader
     // does not rely on them being dense.
     std::unordered_map<std::int64_t, std::size_t> position;
-    auto derived = [&](int c) { return q.is_null(c) ? -1.0 : q.column_double(c); };
     while (q.next()) {
       GroupStats g;
       position.emplace(q.column_int(0), out.size());
       read_columns(q, 1, g.key, g.fused_ops, g.kernels, g.time_ns, g.time_share, g.counted_time_ns);
-      g.dram_bytes = derived(7);
-      g.dram_bandwidth_gbps = derived(8);
-      g.flops = derived(9);
-      g.arithmetic_intensity = derived(10);
+      read_derived_columns(q, 7, g.dram_bytes, g.dram_bandwidth_gbps, g.flops, g.arithmetic_intensity);
       read_columns(q, 11, g.bottleneck, g.bottleneck_why);
+      read_derived_columns(q, 13, g.tensor_flops, g.fp32_flops, g.fp16_flops, g.fp64_flops, g.gflops, g.tensor_gflops,
+                           g.fp32_gflops);
       g.metric.assign(n_metrics, std::numeric_limits<double>::quiet_NaN());
       out.push_back(std::move(g));
     }

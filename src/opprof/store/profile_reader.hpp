@@ -27,6 +27,7 @@ struct ProfileMetric {
   std::string axis;       // bottleneck axis
   std::string reason;
   bool present = true;    // false: in the metric set but missing from the ncu CSV
+  std::string weight;     // wmean: "duration" or the sum metric weighting it; "" otherwise
 };
 
 // A row of the anomalies table: a choice the engine made on its own, how often, and the first details.

@@ -35,6 +35,7 @@ inline std::optional<ActivityKind> parse_activity_kind(std::string_view name) {
 inline constexpr std::uint64_t kNoCorrelation = 0;
 inline constexpr std::uint64_t kNoGraph = 0;
 inline constexpr std::uint32_t kNoIndex = 0xffffffffu;
+inline constexpr std::int64_t kNoSequenceNr = -1;
 
 // One row per GPU activity. Times are nanoseconds on the trace's own clock.
 struct KernelTable {
@@ -95,10 +96,21 @@ inline constexpr std::array<const char*, 6> kRangeKindNames = {"operator",      
 static_assert(kRangeKindNames.size() == static_cast<std::size_t>(RangeKind::kOther) + 1);
 inline const char* to_string(RangeKind k) { return enum_name(kRangeKindNames, k); }
 
+// A forward operator range and the backward range that differentiates it, as the source linked them
+// (torch.profiler's "fwdbwd" flow events).
+struct AutogradLink {
+  std::uint32_t forward_range;
+  std::uint32_t backward_range;
+};
+
 // Range texts every timeline source recognises, in one place so the readers and the engine agree.
 inline constexpr std::string_view kModuleRangePrefix = OPPROF_MODULE_RANGE_PREFIX;  // opprof's module ranges
 inline constexpr std::string_view kCompiledGraphCallPrefix = "## Call CompiledFxGraph ";  // + hash + " ##"
 inline constexpr std::string_view kCompiledRegionPrefix = "Torch-Compiled Region: ";      // + compile id
+// torch.optim's annotation around each optimizer step: "Optimizer.step#AdamW.step".
+inline constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
+// The autograd engine's range around each backward node it runs: + the node's name ("MmBackward0").
+inline constexpr std::string_view kAutogradNodePrefix = "autograd::engine::evaluate_function: ";
 // NVTX domain of libopprof_torch_observer.so's operator ranges; the category is the RecordFunction scope + 1,
 // and only kTorchUserScopeCategory (record_function ranges) is not an operator.
 inline constexpr std::string_view kTorchObserverDomain = OPPROF_NVTX_DOMAIN_TORCH;
@@ -123,6 +135,11 @@ struct RangeTable {
   std::vector<std::int64_t> end_ns;
   std::vector<std::uint64_t> external_id;
   std::vector<std::int32_t> depth;  // nesting depth among ranges of the same owner; -1 until computed
+  // Autograd's link between a forward operator and the backward node that differentiates it: the
+  // operator's sequence number (kNoSequenceNr when it has none), and for a backward range the
+  // RecordFunction thread id of the forward thread (torch.profiler's "Fwd thread id"; 0 on forward ranges).
+  std::vector<std::int64_t> sequence_nr;
+  std::vector<std::uint64_t> forward_thread;
 
   std::size_t size() const { return text.size(); }
   void reserve(std::size_t n);
@@ -137,6 +154,7 @@ struct Timeline {
   KernelTable kernels;
   LaunchTable launches;
   RangeTable ranges;
+  std::vector<AutogradLink> autograd_links;
   std::map<std::string, std::string> metadata;
 
   std::string_view str(StrId id) const { return strings.view(id); }

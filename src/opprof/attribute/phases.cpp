@@ -1,0 +1,183 @@
+#include "opprof/attribute/phases.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+
+std::string_view optimizer_class(std::string_view text) {
+  if (!starts_with(text, kOptimizerStepPrefix)) return {};
+  std::string_view rest = text.substr(kOptimizerStepPrefix.size());  // "AdamW.step"
+  const auto dot = rest.find('.');
+  return rest.substr(0, dot);
+}
+
+bool is_optimizer_operator(std::string_view op) {
+  // torch.optim's foreach implementations (aten::_foreach_mul_, ...) and fused ones (aten::_fused_adamw_,
+  // aten::_fused_adam_, aten::_fused_sgd_, aten::_fused_adagrad_).
+  return starts_with(op, "aten::_foreach_") || starts_with(op, "aten::_fused_adam") ||
+         starts_with(op, "aten::_fused_sgd") || starts_with(op, "aten::_fused_adagrad");
+}
+
+namespace {
+
+struct SeqKey {
+  std::uint32_t pid;
+  std::uint64_t thread;  // OS tid for forward ranges, RecordFunction thread id for the forward-thread map
+  std::int64_t seq;
+  bool operator==(const SeqKey&) const = default;
+};
+struct SeqKeyHash {
+  std::size_t operator()(const SeqKey& k) const noexcept {
+    return std::hash<std::uint64_t>{}((std::uint64_t{k.pid} * 0x9E3779B97F4A7C15ull) ^
+                                      (k.thread * 0xC2B2AE3D27D4EB4Full) ^ static_cast<std::uint64_t>(k.seq));
+  }
+};
+
+// Forward operator ranges by sequence number, and the way from a backward range to its forward range.
+class AutogradLinker {
+ public:
+  explicit AutogradLinker(const Timeline& tl) : tl_(tl) {
+    const RangeTable& r = tl.ranges;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (r.scope[i] != RangeScope::kThread || r.kind[i] != RangeKind::kOperator) continue;
+      if (r.sequence_nr[i] == kNoSequenceNr || r.forward_thread[i] != 0) continue;
+      // The operator that created the node is the last to start among those that saw its number (an
+      // aten::linear and the aten::t it calls share the number of the TBackward0 node aten::t creates).
+      auto [it, inserted] = forward_.try_emplace(SeqKey{r.pid[i], r.owner[i], r.sequence_nr[i]}, i);
+      if (!inserted && r.start_ns[i] >= r.start_ns[it->second]) it->second = static_cast<std::uint32_t>(i);
+      auto [t, first] = forward_threads_.try_emplace(r.pid[i], r.owner[i]);
+      if (!first && t->second != r.owner[i]) t->second = kSeveral;
+    }
+    for (const AutogradLink& link : tl.autograd_links) {
+      linked_.emplace(link.backward_range, link.forward_range);
+      const std::uint32_t b = link.backward_range, f = link.forward_range;
+      if (r.forward_thread[b] != 0) os_thread_.emplace(SeqKey{r.pid[b], r.forward_thread[b], 0}, r.owner[f]);
+    }
+  }
+
+  // The forward range of backward range b, kNoIndex when none is known.
+  std::uint32_t forward_of(std::uint32_t b) const {
+    if (auto it = linked_.find(b); it != linked_.end()) return it->second;
+    const RangeTable& r = tl_.ranges;
+    if (r.sequence_nr[b] == kNoSequenceNr) return kNoIndex;
+    // Sequence numbers count per thread: the forward thread is the one the flows showed for this
+    // RecordFunction thread id, else the only thread of the process that ran numbered forward operators.
+    std::uint64_t thread = kSeveral;
+    if (auto it = os_thread_.find(SeqKey{r.pid[b], r.forward_thread[b], 0}); it != os_thread_.end()) {
+      thread = it->second;
+    } else if (auto t = forward_threads_.find(r.pid[b]); t != forward_threads_.end()) {
+      thread = t->second;
+    }
+    if (thread == kSeveral) return kNoIndex;
+    auto it = forward_.find(SeqKey{r.pid[b], thread, r.sequence_nr[b]});
+    return it == forward_.end() ? kNoIndex : it->second;
+  }
+
+ private:
+  static constexpr std::uint64_t kSeveral = ~std::uint64_t{0};
+  const Timeline& tl_;
+  std::unordered_map<SeqKey, std::uint32_t, SeqKeyHash> forward_;
+  std::unordered_map<std::uint32_t, std::uint64_t> forward_threads_;  // pid -> its forward thread, or kSeveral
+  std::unordered_map<SeqKey, std::uint64_t, SeqKeyHash> os_thread_;    // (pid, RecordFunction id) -> OS tid
+  std::unordered_map<std::uint32_t, std::uint32_t> linked_;            // backward range -> forward range
+};
+
+bool is_backward_node(const RangeTable& r, std::uint32_t id, std::string_view text) {
+  return (r.sequence_nr[id] != kNoSequenceNr && r.forward_thread[id] != 0) || starts_with(text, kAutogradNodePrefix);
+}
+
+}  // namespace
+
+void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::vector<std::uint32_t>& launch_of,
+                   AttributionTable& a, AttributionNotes* notes) {
+  const KernelTable& k = tl.kernels;
+  const RangeTable& r = tl.ranges;
+  const LaunchTable& l = tl.launches;
+  AutogradLinker linker(tl);
+
+  struct ForwardInfo {
+    StrId op = kNoString;
+    StrId module = kNoString;
+  };
+  std::unordered_map<std::uint32_t, ForwardInfo> forward_info;  // per backward node range
+  std::unordered_map<StrId, StrId> optimizer_module;             // step annotation text -> "optimizer: AdamW"
+  const StrId plain_optimizer = tl.strings.intern("optimizer");
+  std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0;
+
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    const bool known = a.path[i] != AttributionPath::kNone || a.module[i] != kNoString;
+    a.phase[i] = known ? Phase::kForward : Phase::kOther;
+    const std::uint32_t li = launch_of[i];
+    if (li == kNoIndex) continue;
+    const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
+    if (!th) continue;
+    const std::int64_t t = l.cpu_start_ns[li];
+
+    // The optimizer step.
+    StrId step = kNoString;
+    th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+      if (step == kNoString && !optimizer_class(tl.str(r.text[iv.id])).empty()) step = r.text[iv.id];
+    });
+    const IntervalIndex::Interval* node = nullptr;
+    bool optimizer_op = false;
+    th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+      std::string_view text = tl.str(r.text[iv.id]);
+      if (is_backward_node(r, iv.id, text) && (!node || iv.start > node->start ||
+                                                (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
+        node = &iv;
+      optimizer_op = optimizer_op || is_optimizer_operator(text);
+    });
+    if (step != kNoString || (optimizer_op && !node)) {
+      a.phase[i] = Phase::kOptimizer;
+      ++optimizer_kernels;
+      StrId owner = plain_optimizer;
+      if (step != kNoString) {
+        auto [it, inserted] = optimizer_module.try_emplace(step, kNoString);
+        if (inserted)
+          it->second = tl.strings.intern(fmt::format("optimizer: {}", optimizer_class(tl.str(step))));
+        owner = it->second;
+      }
+      if (a.module_source[i] != ModuleSource::kFxProvenance) {
+        a.module[i] = owner;
+        a.module_source[i] = ModuleSource::kOptimizerStep;
+      }
+      continue;
+    }
+    if (!node) continue;
+
+    a.phase[i] = Phase::kBackward;
+    ++backward_kernels;
+    auto [it, inserted] = forward_info.try_emplace(node->id);
+    if (inserted) {
+      // The engine's evaluate_function range and the node's own range carry the same number; a node range
+      // without one (a trace without sequence numbers) links nothing.
+      const std::uint32_t f = linker.forward_of(node->id);
+      if (f != kNoIndex) {
+        it->second.op = r.text[f];
+        if (const auto* fth = threads.find(r.pid[f], r.owner[f]))
+          if (const auto* mod = fth->modules.innermost(r.start_ns[f], r.start_ns[f])) it->second.module = r.text[mod->id];
+      }
+    }
+    const ForwardInfo& fwd = it->second;
+    if (fwd.op == kNoString) continue;
+    ++backward_linked;
+    a.forward_op[i] = fwd.op;
+    const bool keep = a.module_source[i] == ModuleSource::kFxProvenance || a.module_source[i] == ModuleSource::kThreadRange;
+    if (fwd.module != kNoString && !keep) {
+      a.module[i] = fwd.module;
+      a.module_source[i] = ModuleSource::kForwardOp;
+    }
+  }
+  if (notes && (backward_kernels > 0 || optimizer_kernels > 0))
+    notes->lines.push_back(fmt::format(
+        "phases: {} backward kernels ({} linked to their forward operator through autograd's sequence number), {} "
+        "optimizer kernels",
+        backward_kernels, backward_linked, optimizer_kernels));
+}
+
+}  // namespace opprof
