@@ -194,11 +194,11 @@ TEST(Doctor, TheCommandReportsAndExitsZero) {
 
 TEST(MetricSetJson, TheListIsTheChipsSetWithUnitsAndChips) {
   const MetricSet set = parse_metric_set(
-      "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\n"
-      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\ttensor pipe\n"
-      "dram__bytes_read.sum\tsum\tdram\n"
+      "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\ttensor pipe\t%\tduration\n"
+      "dram__bytes_read.sum\tsum\tdram\t*\t\tDRAM\tbyte\n"
       "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\tgh100\t"
-      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\tHopper GMMA\n",
+      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\tHopper GMMA\t%\tduration\n",
       "test.tsv");
   MetricSetQuery q;
   q.chip = "gh100";

@@ -14,6 +14,7 @@
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_db.hpp"
 #include "opprof/store/profile_reader.hpp"
+#include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
 
@@ -296,7 +297,7 @@ TEST_F(AnomalyProfile, AVersionOneProfileIsRefusedWithItsVersion) {
   try {
     ProfileReader old(path);
     ADD_FAILURE() << "a version 1 profile was read";
-  } catch (const InputError& e) {
+  } catch (const opprof::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("profile has schema version 1"), std::string::npos) << e.what();
   }
 }

@@ -351,8 +351,8 @@ TEST_F(Cli, ACompiledTraceWithoutInductorDirectoryWarns) {
 
 TEST_F(Cli, AMetricFileForNoChipOfTheCaptureIsRefused) {
   // An A100 metric set on an H200 capture: every operator would be "unmeasured".
-  write("a100.tsv", "# for the A100 only\nsm__throughput.avg.pct_of_peak_sustained_elapsed\twmean\tcompute\tga100\t\tSM\n"
-                    "dram__bytes_read.sum\tsum\tdram\tga100\t\tDRAM\n");
+  write("a100.tsv", "# for the A100 only\nsm__throughput.avg.pct_of_peak_sustained_elapsed\twmean\tcompute\tga100\t\tSM\t%\t"
+                    "duration\ndram__bytes_read.sum\tsum\tdram\tga100\t\tDRAM\tbyte\n");
   std::string db = path("p.db");
   Result r = run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --metrics " + path("a100.tsv") + " -o " + db);
   EXPECT_EQ(r.status, 2) << r.output;

@@ -173,7 +173,7 @@ TEST(MetricSet, CheckRefusesAUnitOtherThanTheCatalogs) {
       "u.tsv");
   auto problems = validate_metric_names(set, builtin_metric_catalog("gh100"));
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("u.tsv:1: lts__t_sectors.sum: declares unit 'byte', ncu prints 'sector'"),
+  EXPECT_NE(problems[0].to_string().find("u.tsv:1: lts__t_sectors.sum: declares unit 'byte', ncu prints 'sector'"),
             std::string::npos)
-      << problems[0];
+      << problems[0].to_string();
 }
