@@ -6,15 +6,9 @@
 #include "opprof/pipeline/attribute.hpp"
 
 namespace opprof::cli {
-namespace {
-struct AttributeOptions {
-  AttributeRequest request;
-  bool quiet = false;
-};
-}  // namespace
 
 Command add_attribute_command(CLI::App& app) {
-  auto o = std::make_shared<AttributeOptions>();
+  auto o = std::make_shared<CommandOptions<AttributeRequest>>();
   AttributeRequest& r = o->request;
   auto* cmd = app.add_subcommand("attribute", "Attribute a capture's kernels to operators and modules, with ncu counters");
   cmd->add_option("--trace", r.trace, "Timeline: torch.profiler trace JSON (.json or .json.gz)")->required();

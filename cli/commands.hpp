@@ -16,6 +16,16 @@ struct Command {
   bool takes_program = false;  // only `opprof profile` runs a program given after --
 };
 
+// The options of a subcommand that passes one library request on: the request, which CLI11 fills in, and
+// how to print, which is the CLI's own (each command offers the switches that apply to it). Held by
+// shared_ptr in the command's run function, so that they outlive add_*_command.
+template <class Request>
+struct CommandOptions {
+  Request request;
+  bool quiet = false;  // --quiet: no progress on stderr
+  bool json = false;   // --json: the machine-readable output
+};
+
 Command add_attribute_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);

@@ -8,25 +8,17 @@
 #include "opprof/capture/doctor.hpp"
 
 namespace opprof::cli {
-namespace {
-
-struct DoctorCommandOptions {
-  DoctorOptions doctor;
-  bool json = false;
-};
-
-}  // namespace
 
 Command add_doctor_command(CLI::App& app) {
-  auto o = std::make_shared<DoctorCommandOptions>();
+  auto o = std::make_shared<CommandOptions<DoctorOptions>>();
   auto* cmd = app.add_subcommand(
       "doctor", "Say what `opprof profile` would use here: backend, agent libraries, Python/torch, GPU, ncu, counters");
-  cmd->add_option("--python", o->doctor.python, "Python interpreter that would run the workload")->capture_default_str();
-  cmd->add_option("--ncu", o->doctor.ncu, "ncu executable (default: PATH, then CUDA's usual places)");
+  cmd->add_option("--python", o->request.python, "Python interpreter that would run the workload")->capture_default_str();
+  cmd->add_option("--ncu", o->request.ncu, "ncu executable (default: PATH, then CUDA's usual places)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->footer("Exit status 0 whatever it finds: it reports, it does not check.");
   return {cmd, [o](const std::vector<std::string>&) {
-            const DoctorReport report = run_doctor(o->doctor);
+            const DoctorReport report = run_doctor(o->request);
             fmt::print("{}", o->json ? render_doctor_json(report) : render_doctor_text(report));
             return 0;
           }};

@@ -77,26 +77,10 @@ std::string row_text(std::int64_t row, std::int64_t id) {
   return row < 0 ? std::string("no ncu row") : fmt::format("ncu row {} (ID {})", row, id);
 }
 
-void text_or_null(JsonWriter& j, std::string_view key, const std::string& v) {
-  j.key(key);
-  if (v.empty())
-    j.null();
-  else
-    j.string(v);
-}
-
-void int_or_null(JsonWriter& j, std::string_view key, std::int64_t v) {
-  j.key(key);
-  if (v < 0)
-    j.null();
-  else
-    j.integer(v);
-}
-
 void side_json(JsonWriter& j, std::string_view key, const CompareSide& s) {
   j.key(key).begin_object();
   j.key("path").string(s.path);
-  text_or_null(j, "source", s.source);
+  j.key("source").string_or_null(s.source);
   j.key("kernels").unsigned_integer(s.kernels);
   j.key("time_ns").integer(s.time_ns);
   j.key("unaligned").unsigned_integer(s.unaligned);
@@ -221,10 +205,10 @@ std::string render_comparison_json(const ProfileComparison& c) {
     j.key("kernel").string(d.kernel);
     j.key("id_a").integer(d.id_a);
     j.key("id_b").integer(d.id_b);
-    int_or_null(j, "row_a", d.row_a);
-    int_or_null(j, "row_b", d.row_b);
-    int_or_null(j, "ncu_id_a", d.row_a < 0 ? -1 : d.ncu_id_a);
-    int_or_null(j, "ncu_id_b", d.row_b < 0 ? -1 : d.ncu_id_b);
+    j.key("row_a").integer_or_null(d.row_a);
+    j.key("row_b").integer_or_null(d.row_b);
+    j.key("ncu_id_a").integer_or_null(d.row_a < 0 ? -1 : d.ncu_id_a);
+    j.key("ncu_id_b").integer_or_null(d.row_b < 0 ? -1 : d.ncu_id_b);
     j.key("time_ns").integer(d.time_ns);
     j.end_object();
   }
@@ -243,12 +227,12 @@ std::string render_comparison_json(const ProfileComparison& c) {
     j.key("kernels").unsigned_integer(d.kernels);
     j.key("time_ns").integer(d.time_ns);
     j.key("pct").number(pct_of(d.time_ns, c.aligned_ns_a));
-    text_or_null(j, "op_a", d.op_a);
-    text_or_null(j, "op_b", d.op_b);
-    text_or_null(j, "top_op_a", d.top_op_a);
-    text_or_null(j, "top_op_b", d.top_op_b);
-    text_or_null(j, "module_a", d.module_a);
-    text_or_null(j, "module_b", d.module_b);
+    j.key("op_a").string_or_null(d.op_a);
+    j.key("op_b").string_or_null(d.op_b);
+    j.key("top_op_a").string_or_null(d.top_op_a);
+    j.key("top_op_b").string_or_null(d.top_op_b);
+    j.key("module_a").string_or_null(d.module_a);
+    j.key("module_b").string_or_null(d.module_b);
     j.key("first_id_a").integer(d.first_id_a);
     j.key("first_id_b").integer(d.first_id_b);
     j.end_object();

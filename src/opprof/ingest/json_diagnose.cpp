@@ -40,8 +40,8 @@ class Checker {
     if (depth > kMaxDepth) return fail(i_, "nesting deeper than 1024 levels");
     if (i_ >= t_.size()) return fail(i_, "expected a value, found the end of the text");
     switch (t_[i_]) {
-      case '{': return object(depth);
-      case '[': return array(depth);
+      case '{': return container(depth, /*is_object=*/true);
+      case '[': return container(depth, /*is_object=*/false);
       case '"': return string();
       case 't': return literal("true");
       case 'f': return literal("false");
@@ -52,50 +52,40 @@ class Checker {
     }
   }
 
-  bool object(int depth) {
-    ++i_;  // '{'
+  // Steps over c when it is next.
+  bool take(char c) {
+    if (!at(c)) return false;
+    ++i_;
+    return true;
+  }
+
+  // An object or an array: members separated by commas up to the closing bracket; an object's members
+  // are key: value.
+  bool container(int depth, bool is_object) {
+    const char close = is_object ? '}' : ']';
+    ++i_;  // '{' or '['
     skip_ws();
-    if (at('}')) {
-      ++i_;
-      return true;
-    }
+    if (take(close)) return true;
     for (;;) {
-      if (!at('"')) return fail(i_, fmt::format("expected a key string, found {}", found()));
-      if (!string()) return false;
-      skip_ws();
-      if (!at(':')) return fail(i_, fmt::format("expected ':' after a key, found {}", found()));
-      ++i_;
-      skip_ws();
+      if (is_object && !key()) return false;
       if (!value(depth + 1)) return false;
       skip_ws();
-      if (at('}')) {
-        ++i_;
-        return true;
-      }
-      if (!at(',')) return fail(i_, fmt::format("expected ',' or '}}' after a value in an object, found {}", found()));
-      ++i_;
+      if (take(close)) return true;
+      if (!take(','))
+        return fail(i_, fmt::format("expected ',' or '{}' after a value in {}, found {}", close,
+                                    is_object ? "an object" : "an array", found()));
       skip_ws();
     }
   }
 
-  bool array(int depth) {
-    ++i_;  // '['
+  // An object member's key and its colon, and the space after it.
+  bool key() {
+    if (!at('"')) return fail(i_, fmt::format("expected a key string, found {}", found()));
+    if (!string()) return false;
     skip_ws();
-    if (at(']')) {
-      ++i_;
-      return true;
-    }
-    for (;;) {
-      if (!value(depth + 1)) return false;
-      skip_ws();
-      if (at(']')) {
-        ++i_;
-        return true;
-      }
-      if (!at(',')) return fail(i_, fmt::format("expected ',' or ']' after a value in an array, found {}", found()));
-      ++i_;
-      skip_ws();
-    }
+    if (!take(':')) return fail(i_, fmt::format("expected ':' after a key, found {}", found()));
+    skip_ws();
+    return true;
   }
 
   bool string() {

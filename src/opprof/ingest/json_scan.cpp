@@ -15,25 +15,21 @@ namespace {
 #ifdef OPPROF_SCAN_SSE2
 // Every x86-64 CPU has SSE2: four 16-byte compares per character class.
 struct Sse2 {
-  static std::uint64_t eq_bits(__m128i v, __m128i c) {
+  using Vec = __m128i;
+  static constexpr int kWidth = 16;
+  static Vec load(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+  static Vec splat(char c) { return _mm_set1_epi8(c); }
+  static Vec zero() { return _mm_setzero_si128(); }
+  static std::uint64_t eq_bits(Vec v, Vec c) {
     return static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, c)));
   }
-  static BlockMasks classify(const char* p, char open_char) {
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i open = _mm_set1_epi8(open_char);
-    const __m128i close = _mm_set1_epi8(static_cast<char>(open_char + 2));  // '{' -> '}', '[' -> ']'
-    BlockMasks m;
-    for (int i = 0; i < 4; ++i) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
-      const int shift = 16 * i;
-      m.quote |= eq_bits(v, quote) << shift;
-      m.backslash |= eq_bits(v, backslash) << shift;
-      m.open |= eq_bits(v, open) << shift;
-      m.close |= eq_bits(v, close) << shift;
-    }
-    return m;
+  static Vec sub_matches(Vec counts, Vec v, Vec c) { return _mm_sub_epi8(counts, _mm_cmpeq_epi8(v, c)); }
+  static std::uint64_t byte_sum(Vec counts) {
+    const __m128i sums = _mm_sad_epu8(counts, zero());  // two 64-bit partial sums
+    return static_cast<std::uint64_t>(_mm_cvtsi128_si64(sums)) +
+           static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
   }
+  static BlockMasks classify(const char* p, char open_char) { return classify_by_compares<Sse2>(p, open_char); }
   static std::uint64_t prefix_xor(std::uint64_t x) { return prefix_xor_by_shifts(x); }
 };
 using Baseline = Sse2;
@@ -89,26 +85,11 @@ std::size_t scan_to_value_end_baseline(const char* data, std::size_t size, Brack
 }
 
 std::uint64_t count_newlines_baseline(const char* p, std::size_t n) {
-  std::uint64_t total = 0;
-  std::size_t i = 0;
 #ifdef OPPROF_SCAN_SSE2
-  const __m128i newline = _mm_set1_epi8('\n');
-  const __m128i zero = _mm_setzero_si128();
-  while (n - i >= 16) {
-    // Byte counters subtract the compare result (-1 per match) and would overflow after 255 blocks.
-    const std::size_t blocks = std::min<std::size_t>((n - i) / 16, 255);
-    __m128i counts = zero;
-    for (std::size_t b = 0; b < blocks; ++b, i += 16) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
-      counts = _mm_sub_epi8(counts, _mm_cmpeq_epi8(v, newline));
-    }
-    const __m128i sums = _mm_sad_epu8(counts, zero);
-    total += static_cast<std::uint64_t>(_mm_cvtsi128_si64(sums)) +
-             static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
-  }
+  return count_newlines_by_compares<Sse2>(p, n);
+#else
+  return static_cast<std::uint64_t>(std::count(p, p + n, '\n'));
 #endif
-  for (; i < n; ++i) total += p[i] == '\n';
-  return total;
 }
 
 bool scan_uses_avx2() { return kernels().scan != scan_to_value_end_baseline; }

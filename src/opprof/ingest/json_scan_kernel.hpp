@@ -1,8 +1,10 @@
 #pragma once
-// The bracket scan's loop, shared by the builds of json_scan.cpp (any x86-64, or portable C++) and
-// json_scan_avx2.cpp (compiled for AVX2 and carry-less multiply, picked at run time when the CPU has
-// them). Only those two files include this header, and everything in it has internal linkage: the two
-// instruction sets' copies must never be merged by the linker.
+// The bracket scan's loop, block classification and newline count, shared by the builds of json_scan.cpp
+// (any x86-64, or portable C++) and json_scan_avx2.cpp (compiled for AVX2 and carry-less multiply, picked
+// at run time when the CPU has them): each instruction set gives only its intrinsics. Only those two files
+// include this header, and everything in it has internal linkage: the two instruction sets' copies must
+// never be merged by the linker.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -47,6 +49,46 @@ inline std::uint64_t prefix_xor_by_shifts(std::uint64_t x) {
   x ^= x << 16;
   x ^= x << 32;
   return x;
+}
+
+// The masks of one block by vector compares. Isa provides Vec, kWidth (bytes per Vec, dividing 64),
+// load(p), splat(c) and eq_bits(v, c): bit j set when byte j of v equals that of c.
+template <class Isa>
+BlockMasks classify_by_compares(const char* p, char open_char) {
+  const auto quote = Isa::splat('"');
+  const auto backslash = Isa::splat('\\');
+  const auto open = Isa::splat(open_char);
+  const auto close = Isa::splat(static_cast<char>(open_char + 2));  // '{' -> '}', '[' -> ']'
+  BlockMasks m;
+  for (int i = 0; i < 64 / Isa::kWidth; ++i) {
+    const auto v = Isa::load(p + Isa::kWidth * i);
+    const int shift = Isa::kWidth * i;
+    m.quote |= Isa::eq_bits(v, quote) << shift;
+    m.backslash |= Isa::eq_bits(v, backslash) << shift;
+    m.open |= Isa::eq_bits(v, open) << shift;
+    m.close |= Isa::eq_bits(v, close) << shift;
+  }
+  return m;
+}
+
+// Newlines in p[0, n) by vector compares, the tail a byte at a time. Isa provides, besides the above,
+// zero(), sub_matches(counts, v, c) (each byte of counts minus one where v's byte equals c's) and
+// byte_sum(counts): the sum of counts' bytes.
+template <class Isa>
+std::uint64_t count_newlines_by_compares(const char* p, std::size_t n) {
+  constexpr std::size_t width = Isa::kWidth;
+  std::uint64_t total = 0;
+  std::size_t i = 0;
+  const auto newline = Isa::splat('\n');
+  while (n - i >= width) {
+    // Byte counters subtract the compare result (-1 per match) and would overflow after 255 blocks.
+    const std::size_t blocks = std::min<std::size_t>((n - i) / width, 255);
+    auto counts = Isa::zero();
+    for (std::size_t b = 0; b < blocks; ++b, i += width) counts = Isa::sub_matches(counts, Isa::load(p + i), newline);
+    total += Isa::byte_sum(counts);
+  }
+  for (; i < n; ++i) total += p[i] == '\n';
+  return total;
 }
 
 // Isa provides classify(const char* block, char open) -> BlockMasks and prefix_xor(mask): bit i set

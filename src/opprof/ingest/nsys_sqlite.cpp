@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -143,93 +144,82 @@ class Reader {
     return {start, end};
   }
 
-  void kernels() {
-    const std::string table = "CUPTI_ACTIVITY_KIND_KERNEL";
+  // Reads a CUPTI activity table (kernels, memcpys, memsets) into tl_.kernels. Every kind selects start,
+  // end and the columns all kinds share (2-6), then its own (from 7): name_of gives a row's name, read
+  // before the row is added, and own_fields fills the kind's own fields of the added row i.
+  void activities(const std::string& table, ActivityKind kind, const std::vector<std::string>& own_columns,
+                  const std::function<StrId(const Statement&)>& name_of,
+                  const std::function<void(const Statement&, std::size_t i)>& own_fields) {
     if (!db_.has_table(table)) return;
     const auto c = db_.columns(table);
-    const std::string sql = fmt::format(
-        "SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {} FROM {}",
-        column_or(c, "deviceId"), column_or(c, "contextId"), column_or(c, "streamId"), column_or(c, "correlationId"),
-        column_or(c, "globalPid"), column_or(c, "gridX"), column_or(c, "gridY"), column_or(c, "gridZ"),
-        column_or(c, "blockX"), column_or(c, "blockY"), column_or(c, "blockZ"), column_or(c, "registersPerThread"),
-        column_or(c, "staticSharedMemory"), column_or(c, "dynamicSharedMemory"), column_or(c, "demangledName"),
-        column_or(c, "shortName"), column_or(c, "mangledName"), column_or(c, "graphNodeId"), column_or(c, "graphId"),
-        table);
-    Statement s = db_.query(sql);
+    std::string sql = "SELECT start, end";
+    for (const char* shared : {"deviceId", "contextId", "streamId", "correlationId", "globalPid"})
+      sql += ", " + column_or(c, shared);
+    for (const std::string& own : own_columns) sql += ", " + column_or(c, own);
+    Statement s = db_.query(sql + " FROM " + table);
     KernelTable& k = tl_.kernels;
     for (std::size_t row = 0; s.step(); ++row) {
       const auto [start, end] = interval(s, table, row);
-      StrId name = intern_id(s.i64(16));
-      if (name == kNoString) name = intern_id(s.i64(17));
-      const std::size_t i = k.add(ActivityKind::kKernel, name, static_cast<std::uint32_t>(s.i64(2)),
+      const std::size_t i = k.add(kind, name_of(s), static_cast<std::uint32_t>(s.i64(2)),
                                   static_cast<std::uint32_t>(s.i64(4)), start, end);
       k.context[i] = static_cast<std::uint32_t>(s.i64(3));
       k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
       k.pid[i] = nsys_pid(s.i64(6));
-      k.grid[i] = Dim3{static_cast<std::uint32_t>(s.i64(7)), static_cast<std::uint32_t>(s.i64(8)),
-                       static_cast<std::uint32_t>(s.i64(9))};
-      k.block[i] = Dim3{static_cast<std::uint32_t>(s.i64(10)), static_cast<std::uint32_t>(s.i64(11)),
-                        static_cast<std::uint32_t>(s.i64(12))};
-      k.registers_per_thread[i] = static_cast<std::uint32_t>(s.i64(13));
-      k.shared_mem_bytes[i] = static_cast<std::uint32_t>(s.i64(14) + s.i64(15));
-      k.mangled[i] = intern_id(s.i64(18));
-      k.graph_node[i] = static_cast<std::uint64_t>(s.i64(19));
-      k.graph_id[i] = static_cast<std::uint64_t>(s.i64(20));
+      own_fields(s, i);
       correlations_.insert(k.correlation[i]);
       saw(end);
     }
   }
 
+  void kernels() {
+    KernelTable& k = tl_.kernels;
+    activities(
+        "CUPTI_ACTIVITY_KIND_KERNEL", ActivityKind::kKernel,
+        {"gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+         "dynamicSharedMemory", "demangledName", "shortName", "mangledName", "graphNodeId", "graphId"},
+        [&](const Statement& s) {
+          const StrId name = intern_id(s.i64(16));
+          return name == kNoString ? intern_id(s.i64(17)) : name;
+        },
+        [&](const Statement& s, std::size_t i) {
+          k.grid[i] = Dim3{static_cast<std::uint32_t>(s.i64(7)), static_cast<std::uint32_t>(s.i64(8)),
+                           static_cast<std::uint32_t>(s.i64(9))};
+          k.block[i] = Dim3{static_cast<std::uint32_t>(s.i64(10)), static_cast<std::uint32_t>(s.i64(11)),
+                            static_cast<std::uint32_t>(s.i64(12))};
+          k.registers_per_thread[i] = static_cast<std::uint32_t>(s.i64(13));
+          k.shared_mem_bytes[i] = static_cast<std::uint32_t>(s.i64(14) + s.i64(15));
+          k.mangled[i] = intern_id(s.i64(18));
+          k.graph_node[i] = static_cast<std::uint64_t>(s.i64(19));
+          k.graph_id[i] = static_cast<std::uint64_t>(s.i64(20));
+        });
+  }
+
   void memcpys() {
-    const std::string table = "CUPTI_ACTIVITY_KIND_MEMCPY";
-    if (!db_.has_table(table)) return;
-    const auto c = db_.columns(table);
-    Statement s = db_.query(fmt::format(
-        "SELECT start, end, {}, {}, {}, {}, {}, {}, {}, {} FROM {}", column_or(c, "deviceId"), column_or(c, "contextId"),
-        column_or(c, "streamId"), column_or(c, "correlationId"), column_or(c, "globalPid"), column_or(c, "bytes"),
-        column_or(c, "copyKind"), column_or(c, "graphNodeId"), table));
     static constexpr const char* kNames[] = {"Memcpy", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA", "Memcpy AtoH",
                                              "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD",
                                              "Memcpy HtoH", "Memcpy PtoP"};
     KernelTable& k = tl_.kernels;
-    for (std::size_t row = 0; s.step(); ++row) {
-      const auto [start, end] = interval(s, table, row);
-      const std::int64_t kind = s.i64(8);
-      const char* name = kind >= 0 && kind <= 10 ? kNames[kind] : kNames[0];
-      const std::size_t i = k.add(ActivityKind::kMemcpy, tl_.strings.intern(name), static_cast<std::uint32_t>(s.i64(2)),
-                                  static_cast<std::uint32_t>(s.i64(4)), start, end);
-      k.context[i] = static_cast<std::uint32_t>(s.i64(3));
-      k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
-      k.pid[i] = nsys_pid(s.i64(6));
-      k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
-      k.graph_node[i] = static_cast<std::uint64_t>(s.i64(9));
-      correlations_.insert(k.correlation[i]);
-      saw(end);
-    }
+    activities(
+        "CUPTI_ACTIVITY_KIND_MEMCPY", ActivityKind::kMemcpy, {"bytes", "copyKind", "graphNodeId"},
+        [&](const Statement& s) {
+          const std::int64_t kind = s.i64(8);
+          return tl_.strings.intern(kind >= 0 && kind <= 10 ? kNames[kind] : kNames[0]);
+        },
+        [&](const Statement& s, std::size_t i) {
+          k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
+          k.graph_node[i] = static_cast<std::uint64_t>(s.i64(9));
+        });
   }
 
   void memsets() {
-    const std::string table = "CUPTI_ACTIVITY_KIND_MEMSET";
-    if (!db_.has_table(table)) return;
-    const auto c = db_.columns(table);
-    Statement s = db_.query(fmt::format("SELECT start, end, {}, {}, {}, {}, {}, {}, {} FROM {}",
-                                        column_or(c, "deviceId"), column_or(c, "contextId"), column_or(c, "streamId"),
-                                        column_or(c, "correlationId"), column_or(c, "globalPid"), column_or(c, "bytes"),
-                                        column_or(c, "graphNodeId"), table));
     KernelTable& k = tl_.kernels;
-    const StrId name = tl_.strings.intern("Memset");
-    for (std::size_t row = 0; s.step(); ++row) {
-      const auto [start, end] = interval(s, table, row);
-      const std::size_t i = k.add(ActivityKind::kMemset, name, static_cast<std::uint32_t>(s.i64(2)),
-                                  static_cast<std::uint32_t>(s.i64(4)), start, end);
-      k.context[i] = static_cast<std::uint32_t>(s.i64(3));
-      k.correlation[i] = static_cast<std::uint64_t>(s.i64(5));
-      k.pid[i] = nsys_pid(s.i64(6));
-      k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
-      k.graph_node[i] = static_cast<std::uint64_t>(s.i64(8));
-      correlations_.insert(k.correlation[i]);
-      saw(end);
-    }
+    activities(
+        "CUPTI_ACTIVITY_KIND_MEMSET", ActivityKind::kMemset, {"bytes", "graphNodeId"},
+        [&](const Statement&) { return tl_.strings.intern("Memset"); },
+        [&](const Statement& s, std::size_t i) {
+          k.bytes[i] = static_cast<std::uint64_t>(s.i64(7));
+          k.graph_node[i] = static_cast<std::uint64_t>(s.i64(8));
+        });
   }
 
   void launches(const std::string& table) {

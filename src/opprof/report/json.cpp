@@ -5,52 +5,41 @@
 namespace opprof {
 namespace {
 
-// Derived figures use -1 for unknown; JSON says null.
-void derived(JsonWriter& j, std::string_view key, double v) {
-  j.key(key);
-  if (v < 0)
-    j.null();
-  else
-    j.number(v);
-}
-
-void text_or_null(JsonWriter& j, std::string_view key, const std::string& v) {
-  j.key(key);
-  if (v.empty())
-    j.null();
-  else
-    j.string(v);
-}
-
 void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
   j.key(key).begin_array();
   for (const GroupLine& line : lines) {
     const GroupStats& g = line.stats;
     j.begin_object();
     j.key("name").string(g.key);
-    text_or_null(j, "fused_ops", g.fused_ops);
+    j.key("fused_ops").string_or_null(g.fused_ops);
     j.key("kernels").unsigned_integer(g.kernels);
     j.key("time_ns").integer(g.time_ns);
     j.key("time_pct").number(line.time_pct);
     j.key("counted_time_ns").integer(g.counted_time_ns);
-    text_or_null(j, "bottleneck", g.bottleneck);
-    text_or_null(j, "bottleneck_why", g.bottleneck_why);
+    j.key("bottleneck").string_or_null(g.bottleneck);
+    j.key("bottleneck_why").string_or_null(g.bottleneck_why);
     j.key("sm_pct").number(line.counters.sm_pct);
     j.key("dram_pct").number(line.counters.dram_pct);
     j.key("tensor_pct").number(line.counters.tensor_pct);
     j.key("occupancy_pct").number(line.counters.occupancy_pct);
-    derived(j, "dram_bytes", g.dram_bytes);
-    derived(j, "dram_gbps", g.dram_bandwidth_gbps);
-    derived(j, "flops", g.flops);
-    derived(j, "tensor_flops", g.tensor_flops);
-    derived(j, "fp32_flops", g.fp32_flops);
-    derived(j, "gflops", g.gflops);
-    derived(j, "tensor_gflops", g.tensor_gflops);
-    derived(j, "fp32_gflops", g.fp32_gflops);
-    derived(j, "arithmetic_intensity", g.arithmetic_intensity);
+    j.key("dram_bytes").number_or_null(g.dram_bytes);  // derived figures use -1 for unknown
+    j.key("dram_gbps").number_or_null(g.dram_bandwidth_gbps);
+    j.key("flops").number_or_null(g.flops);
+    j.key("tensor_flops").number_or_null(g.tensor_flops);
+    j.key("fp32_flops").number_or_null(g.fp32_flops);
+    j.key("gflops").number_or_null(g.gflops);
+    j.key("tensor_gflops").number_or_null(g.tensor_gflops);
+    j.key("fp32_gflops").number_or_null(g.fp32_gflops);
+    j.key("arithmetic_intensity").number_or_null(g.arithmetic_intensity);
     j.end_object();
   }
   j.end_array();
+}
+
+// A part of the kernel time as "<name>_ns" and its share of all kernel time as "<name>_pct".
+void time_and_share(JsonWriter& j, const Coverage& c, std::string_view name, std::int64_t ns) {
+  j.key(std::string(name) + "_ns").integer(ns);
+  j.key(std::string(name) + "_pct").number(c.pct(ns));
 }
 
 void string_array(JsonWriter& j, std::string_view key, const std::vector<std::string>& items) {
@@ -77,12 +66,9 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
 
   j.key("kernel_time_ns").integer(c.kernel_time_ns);
   j.key("kernels").unsigned_integer(c.kernels);
-  j.key("attributed_ns").integer(c.attributed_ns);
-  j.key("attributed_pct").number(c.pct(c.attributed_ns));
-  j.key("module_attributed_ns").integer(c.module_attributed_ns);
-  j.key("module_attributed_pct").number(c.pct(c.module_attributed_ns));
-  j.key("opaque_backend_ns").integer(c.opaque_ns);
-  j.key("opaque_backend_pct").number(c.pct(c.opaque_ns));
+  time_and_share(j, c, "attributed", c.attributed_ns);
+  time_and_share(j, c, "module_attributed", c.module_attributed_ns);
+  time_and_share(j, c, "opaque_backend", c.opaque_ns);
   j.key("by_path").begin_object();
   for (AttributionPath p : kPaths) j.key(to_string(p)).number(c.pct(path_ns(p)));
   j.end_object();

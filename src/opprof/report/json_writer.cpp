@@ -188,6 +188,12 @@ JsonWriter& JsonWriter::null() {
   return *this;
 }
 
+JsonWriter& JsonWriter::string_or_null(std::string_view v) { return v.empty() ? null() : string(v); }
+
+JsonWriter& JsonWriter::integer_or_null(std::int64_t v) { return v < 0 ? null() : integer(v); }
+
+JsonWriter& JsonWriter::number_or_null(double v) { return v < 0 ? null() : number(v); }
+
 const std::string& JsonWriter::str() const {
   if (!stack_.empty() || after_key_) throw std::logic_error("JsonWriter: the document is not complete");
   return out_;

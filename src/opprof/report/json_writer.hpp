@@ -32,6 +32,10 @@ class JsonWriter {
   JsonWriter& unsigned_integer(std::uint64_t v);
   JsonWriter& boolean(bool v);
   JsonWriter& null();
+  // The reports' "unknown" conventions, written as null: an empty string, a negative count or figure.
+  JsonWriter& string_or_null(std::string_view v);
+  JsonWriter& integer_or_null(std::int64_t v);
+  JsonWriter& number_or_null(double v);
 
   // The document; every object and array must be closed.
   const std::string& str() const;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <type_traits>
 #include <unordered_map>
 
 #include "opprof/store/profile_db.hpp"
@@ -16,6 +17,35 @@
 namespace opprof {
 
 using sqlite::Statement;
+
+namespace {
+
+void read_column(const Statement& q, int c, std::string& v) { v = q.column_text(c); }
+void read_column(const Statement& q, int c, std::int64_t& v) { v = q.column_int(c); }
+void read_column(const Statement& q, int c, double& v) { v = q.column_double(c); }
+void read_column(const Statement& q, int c, bool& v) { v = q.column_int(c) != 0; }
+template <class T>
+  requires std::is_unsigned_v<T>
+void read_column(const Statement& q, int c, T& v) {
+  v = static_cast<T>(q.column_int(c));
+}
+
+// Reads columns first, first + 1, ... of the current row into fields, each as its type: the fields stand
+// in the order of the SELECT's columns, so one list says which column goes where.
+template <class... Fields>
+void read_columns(const Statement& q, int first, Fields&... fields) {
+  int c = first;
+  (read_column(q, c++, fields), ...);
+}
+
+// As read_columns, for the derived figures: NULL (not computable) reads as -1.
+template <class... Fields>
+void read_derived_columns(const Statement& q, int first, Fields&... fields) {
+  int c = first;
+  ((fields = q.is_null(c) ? -1.0 : q.column_double(c), ++c), ...);
+}
+
+}  // namespace
 
 struct ProfileReader::Impl {
   std::string path;
@@ -114,23 +144,13 @@ struct ProfileReader::Impl {
                 "phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns FROM coverage");
     if (!q.next()) throw InputError(path, "damaged opprof profile: the coverage table is empty");
     Coverage& c = coverage;
-    c.kernel_time_ns = q.column_int(0);
-    c.kernels = static_cast<std::uint64_t>(q.column_int(1));
-    c.attributed_ns = q.column_int(2);
-    c.module_attributed_ns = q.column_int(3);
-    c.opaque_ns = q.column_int(4);
+    read_columns(q, 0, c.kernel_time_ns, c.kernels, c.attributed_ns, c.module_attributed_ns, c.opaque_ns);
     c.by_path_ns[static_cast<int>(AttributionPath::kCorrelation)] = q.column_int(5);
     c.by_path_ns[static_cast<int>(AttributionPath::kEnclosure)] = q.column_int(6);
     c.by_path_ns[static_cast<int>(AttributionPath::kFusion)] = q.column_int(7);
     c.by_path_ns[static_cast<int>(AttributionPath::kNone)] = q.column_int(8);
-    c.has_ncu = q.column_int(9) != 0;
-    c.ncu_rows = static_cast<std::size_t>(q.column_int(10));
-    c.ncu_matched = static_cast<std::size_t>(q.column_int(11));
-    c.ncu_unmatched_rows = static_cast<std::size_t>(q.column_int(12));
-    c.ncu_unmatched_kernels = static_cast<std::size_t>(q.column_int(13));
-    c.ncu_grid_block_disagreements = static_cast<std::size_t>(q.column_int(14));
-    c.ncu_launch_config_differs = static_cast<std::size_t>(q.column_int(15));
-    c.ncu_strict_launch_config = q.column_int(16) != 0;
+    read_columns(q, 9, c.has_ncu, c.ncu_rows, c.ncu_matched, c.ncu_unmatched_rows, c.ncu_unmatched_kernels,
+                 c.ncu_grid_block_disagreements, c.ncu_launch_config_differs, c.ncu_strict_launch_config);
     for (int ph = 0; ph < kPhases; ++ph) c.by_phase_ns[ph] = q.column_int(17 + ph);
 
     Statement u(*db, "SELECT family, reason, kernels, time_ns FROM unattributed ORDER BY id");
@@ -153,18 +173,21 @@ struct ProfileReader::Impl {
     }
   }
 
+  std::size_t row_count(std::string_view table) const {
+    try {
+      Statement q(*db, fmt::format("SELECT count(*) FROM {}", table));
+      q.next();
+      return static_cast<std::size_t>(q.column_int(0));
+    } catch (const sqlite::SqliteError& e) {
+      fail(e);
+    }
+  }
+
   void load_metrics() {
     Statement q(*db, "SELECT id, name, unit, aggregate, axis, reason, present, weight FROM metrics ORDER BY id");
     while (q.next()) {
       ProfileMetric m;
-      m.id = q.column_int(0);
-      m.name = q.column_text(1);
-      m.unit = q.column_text(2);
-      m.aggregate = q.column_text(3);
-      m.axis = q.column_text(4);
-      m.reason = q.column_text(5);
-      m.present = q.column_int(6) != 0;
-      m.weight = q.column_text(7);
+      read_columns(q, 0, m.id, m.name, m.unit, m.aggregate, m.axis, m.reason, m.present, m.weight);
       metric_by_id.emplace(m.id, metrics.size());
       metrics.push_back(std::move(m));
     }
@@ -213,29 +236,14 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
     // The group's id -> its position in out; ids are positions in the writer's order, but the reader
     // does not rely on them being dense.
     std::unordered_map<std::int64_t, std::size_t> position;
-    auto derived = [&](int c) { return q.is_null(c) ? -1.0 : q.column_double(c); };
     while (q.next()) {
       GroupStats g;
       position.emplace(q.column_int(0), out.size());
-      g.key = q.column_text(1);
-      g.fused_ops = q.column_text(2);
-      g.kernels = static_cast<std::uint64_t>(q.column_int(3));
-      g.time_ns = q.column_int(4);
-      g.time_share = q.column_double(5);
-      g.counted_time_ns = q.column_int(6);
-      g.dram_bytes = derived(7);
-      g.dram_bandwidth_gbps = derived(8);
-      g.flops = derived(9);
-      g.arithmetic_intensity = derived(10);
-      g.bottleneck = q.column_text(11);
-      g.bottleneck_why = q.column_text(12);
-      g.tensor_flops = derived(13);
-      g.fp32_flops = derived(14);
-      g.fp16_flops = derived(15);
-      g.fp64_flops = derived(16);
-      g.gflops = derived(17);
-      g.tensor_gflops = derived(18);
-      g.fp32_gflops = derived(19);
+      read_columns(q, 1, g.key, g.fused_ops, g.kernels, g.time_ns, g.time_share, g.counted_time_ns);
+      read_derived_columns(q, 7, g.dram_bytes, g.dram_bandwidth_gbps, g.flops, g.arithmetic_intensity);
+      read_columns(q, 11, g.bottleneck, g.bottleneck_why);
+      read_derived_columns(q, 13, g.tensor_flops, g.fp32_flops, g.fp16_flops, g.fp64_flops, g.gflops, g.tensor_gflops,
+                           g.fp32_gflops);
       g.metric.assign(n_metrics, std::numeric_limits<double>::quiet_NaN());
       out.push_back(std::move(g));
     }
@@ -257,15 +265,7 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
   return out;
 }
 
-std::size_t ProfileReader::group_count(GroupBy by) const {
-  try {
-    Statement q(*impl_->db, fmt::format("SELECT count(*) FROM {}", schema::group_table(by)));
-    q.next();
-    return static_cast<std::size_t>(q.column_int(0));
-  } catch (const sqlite::SqliteError& e) {
-    impl_->fail(e);
-  }
-}
+std::size_t ProfileReader::group_count(GroupBy by) const { return impl_->row_count(schema::group_table(by)); }
 
 std::vector<std::string> ProfileReader::match_notes() const {
   std::vector<std::string> out;
@@ -278,15 +278,7 @@ std::vector<std::string> ProfileReader::match_notes() const {
   return out;
 }
 
-std::size_t ProfileReader::activity_count() const {
-  try {
-    Statement q(*impl_->db, "SELECT count(*) FROM kernels");
-    q.next();
-    return static_cast<std::size_t>(q.column_int(0));
-  } catch (const sqlite::SqliteError& e) {
-    impl_->fail(e);
-  }
-}
+std::size_t ProfileReader::activity_count() const { return impl_->row_count("kernels"); }
 
 void ProfileReader::for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const {
   try {
@@ -295,22 +287,9 @@ void ProfileReader::for_each_kernel(const std::function<void(const ProfileKernel
                 "reason, opaque_backend, mangled, top_op FROM kernel_view ORDER BY id");
     ProfileKernel k;
     while (q.next()) {
-      k.id = q.column_int(0);
-      k.kind = q.column_text(1);
-      k.name = q.column_text(2);
-      k.device = static_cast<std::uint32_t>(q.column_int(3));
-      k.stream = static_cast<std::uint32_t>(q.column_int(4));
-      k.start_ns = q.column_int(5);
-      k.end_ns = q.column_int(6);
-      k.path = q.column_text(7);
+      read_columns(q, 0, k.id, k.kind, k.name, k.device, k.stream, k.start_ns, k.end_ns, k.path);
       k.confidence = q.is_null(8) ? 0.0 : q.column_double(8);
-      k.op = q.column_text(9);
-      k.module = q.column_text(10);
-      k.family = q.column_text(11);
-      k.reason = q.column_text(12);
-      k.opaque_backend = q.column_text(13);
-      k.mangled = q.column_text(14);
-      k.top_op = q.column_text(15);
+      read_columns(q, 9, k.op, k.module, k.family, k.reason, k.opaque_backend, k.mangled, k.top_op);
       fn(k);
     }
   } catch (const sqlite::SqliteError& e) {
