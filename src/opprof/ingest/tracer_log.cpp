@@ -539,26 +539,20 @@ class Builder {
       k.registers_per_thread[i] = r.registers_per_thread;
       k.shared_mem_bytes[i] = r.static_shared_bytes + r.dynamic_shared_bytes;
     }
-    for (const MemcpyRecord& r : p_.memcpys) {
-      const std::size_t i = k.add(ActivityKind::kMemcpy, tl_.strings.intern(memcpy_name(r.copy_kind)), r.device_id,
-                                  r.stream_id, static_cast<std::int64_t>(r.start_ns), static_cast<std::int64_t>(r.end_ns));
+    // Memcpy and memset records carry the same fields; only the kind and the name differ.
+    const auto add_transfer = [&](ActivityKind kind, StrId name, const auto& r) {
+      const std::size_t i = k.add(kind, name, r.device_id, r.stream_id, static_cast<std::int64_t>(r.start_ns),
+                                  static_cast<std::int64_t>(r.end_ns));
       k.pid[i] = p_.header.pid;
       k.context[i] = r.context_id;
       k.correlation[i] = r.correlation_id;
       k.graph_id[i] = r.graph_id;
       k.graph_node[i] = r.graph_node_id;
       k.bytes[i] = r.bytes;
-    }
-    for (const MemsetRecord& r : p_.memsets) {
-      const std::size_t i = k.add(ActivityKind::kMemset, tl_.strings.intern("Memset"), r.device_id, r.stream_id,
-                                  static_cast<std::int64_t>(r.start_ns), static_cast<std::int64_t>(r.end_ns));
-      k.pid[i] = p_.header.pid;
-      k.context[i] = r.context_id;
-      k.correlation[i] = r.correlation_id;
-      k.graph_id[i] = r.graph_id;
-      k.graph_node[i] = r.graph_node_id;
-      k.bytes[i] = r.bytes;
-    }
+    };
+    for (const MemcpyRecord& r : p_.memcpys)
+      add_transfer(ActivityKind::kMemcpy, tl_.strings.intern(memcpy_name(r.copy_kind)), r);
+    for (const MemsetRecord& r : p_.memsets) add_transfer(ActivityKind::kMemset, tl_.strings.intern("Memset"), r);
   }
 
   void launches() {
