@@ -18,6 +18,7 @@
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/ingest/kineto.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
+#include "opprof/ingest/timeline_source.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
 
@@ -159,4 +160,36 @@ TEST(GoldenTrain, NoLayerTakesTheBackwardKernelsOfAllLayers) {
     return l.find("backward-graph wrapper calls name a forward node that calls of other layers name too") !=
            std::string::npos;
   }));
+}
+
+// The same steps under opprof's own tracer (`opprof profile --backend tracer`, the default where the tracer is
+// built): the torch observer records each operator's autograd link in its NVTX payload. GPT-2 reaches 95 %;
+// BERT under autocast reaches 87.0 % (measured at capture, train/README.md): some of its backward kernels get
+// no module through the tracer's links, where torch.profiler's give them one. The floor below is that figure,
+// so the test fails if it drops, and is raised to 95 when the gap is closed.
+TEST(GoldenTrain, UnderTheTracerKernelTimeInAModuleOrTheOptimizerStep) {
+  struct TracerCase {
+    const char* name;
+    bool compiled;
+    double min_module_pct;
+  };
+  for (const TracerCase& tc : {TracerCase{"gpt2_eager", false, 95.0}, TracerCase{"gpt2_compiled", true, 95.0},
+                               TracerCase{"bert_amp", false, 86.5}}) {
+    SCOPED_TRACE(tc.name);
+    const std::string dir = kFixtures + "/train/" + tc.name + "/tracer";
+    Timeline tl = read_timeline(dir + "/trace.opprof");
+    InductorArtifacts ind;
+    if (tc.compiled) ind = read_inductor_artifacts(dir + "/inductor");
+    AttributionTable attr = attribute_timeline(tl, tc.compiled ? &ind : nullptr, AttributionOptions{});
+    Coverage cov = compute_coverage(tl, attr, nullptr, 0);
+    EXPECT_GE(cov.pct(cov.attributed_ns), 99.0);
+    EXPECT_GE(cov.pct(cov.module_attributed_ns), tc.min_module_pct);
+    EXPECT_GT(pct_of_phase(cov, Phase::kBackward), pct_of_phase(cov, Phase::kForward));
+    EXPECT_GT(pct_of_phase(cov, Phase::kOptimizer), 1.0);
+    std::printf("tracer %-13s %4llu kernels: in a module or the optimizer %5.1f%%, by phase forward %4.1f%% backward "
+                "%4.1f%% optimizer %4.1f%% other %4.1f%%\n",
+                tc.name, static_cast<unsigned long long>(cov.kernels), cov.pct(cov.module_attributed_ns),
+                pct_of_phase(cov, Phase::kForward), pct_of_phase(cov, Phase::kBackward),
+                pct_of_phase(cov, Phase::kOptimizer), pct_of_phase(cov, Phase::kOther));
+  }
 }
