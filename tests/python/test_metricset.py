@@ -53,14 +53,14 @@ def test_the_default_set_is_valid_for_gh100():
 
 CHIP_ROWS = (
     "# comment line\n"
-    "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\n"
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\ttensor pipe\n"
-    "dram__bytes_read.sum\tsum\tdram\n"
+    "gpu__time_duration.sum\tsum\ttime\t*\t\tduration\tns\n"
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\t*\t\ttensor pipe\t%\tduration\n"
+    "dram__bytes_read.sum\tsum\tdram\t*\t\tDRAM\tbyte\n"
     "\n"
     "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active\twmean\ttensor\tgh100\t"
-    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\tHopper GMMA\n"
-    "sm__inst_executed_pipe_tma.sum\tsum\tmemory\tgh100\t\tTMA, Hopper only\n"
-    "lts__t_bytes.sum\tsum\tl2\tga100\tdram__bytes_read.sum\tAmpere only\n"
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active\tHopper GMMA\t%\tduration\n"
+    "sm__inst_executed_pipe_tma.sum\tsum\tmemory\tgh100\t\tTMA, Hopper only\tinst\n"
+    "lts__t_bytes.sum\tsum\tl2\tga100\tdram__bytes_read.sum\tAmpere only\tbyte\n"
 )
 
 
@@ -92,7 +92,7 @@ def test_a_users_file_with_chip_rows(tmp_path):
         ("gpu__time_duration.sum\tsum\n", ":1:1: expected tab-separated columns"),
         ("# c\ngpu__time_duration.sum\tmean\ttime\n", ":2:1: unknown aggregate 'mean'"),
         ("bad name.sum\tsum\ttime\n", ":1:1: bad metric name"),
-        ("a.sum\tsum\tx\na.sum\tsum\tx\n", ":2:1: metric a.sum is listed twice"),
+        ("a.sum\tsum\tx\t*\t\t\t-\na.sum\tsum\tx\t*\t\t\t-\n", ":2:1: metric a.sum is listed twice"),
         ("# only a comment\n\n", ": the metric set names no metric"),
     ],
 )
@@ -126,7 +126,7 @@ def test_command_line_prints_one_comma_separated_list(capsys):
 
 def test_command_line_check_fails_on_unknown_names(tmp_path, capsys):
     path = tmp_path / "m.tsv"
-    path.write_text("gpu__time_duration.sum\tsum\ttime\nnot__a_metric.sum\tsum\tx\n")
+    path.write_text("gpu__time_duration.sum\tsum\ttime\t*\t\t\tns\nnot__a_metric.sum\tsum\tx\t*\t\t\t-\n")
     assert metricset.main(["--file", str(path), "--chip", "gh100", "--check"]) == 1
     assert f"{path}:2: not__a_metric.sum: unknown metric for gh100" in capsys.readouterr().err
     assert metricset.main(["--file", str(path), "--chip", "gh100"]) == 0  # without --check: a warning
