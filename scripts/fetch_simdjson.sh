@@ -11,8 +11,14 @@ SUITE=${OPPROF_SIMDJSON_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/src"
-echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $SUITE main" \
-  >"$work/sources.list"
+# The source archive is the one this machine's apt already uses for binary packages (the first URI of its
+# sources), so no mirror is named here.
+MIRROR=${OPPROF_DEBIAN_MIRROR:-$(
+  { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' || true
+    grep -hs '^deb ' /etc/apt/sources.list | awk '{for (i = 2; i <= NF; ++i) if ($i ~ /:\/\//) {print $i; exit}}' || true
+  } | head -n 1)}
+[[ -n "$MIRROR" ]] || { echo "fetch_simdjson: no apt source URI found (set OPPROF_DEBIAN_MIRROR)" >&2; exit 1; }
+echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $SUITE main" >"$work/sources.list"
 apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/none"
           -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o "APT::Sandbox::User=root")
 echo "fetch_simdjson: apt-get source simdjson ($SUITE) into $DEST" >&2
