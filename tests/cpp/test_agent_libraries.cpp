@@ -223,7 +223,8 @@ TEST(MetricSetJson, TheListIsTheChipsSetWithUnitsAndChips) {
   doc = parser.parse(render_metric_set_json(set, q)).value();
   simdjson::dom::element hmma = doc["metrics"].at(1).value();
   std::vector<std::string> chips;
-  for (auto c : hmma["chips"].get_array().value()) chips.emplace_back(std::string_view(c.get_string().value()));
+  simdjson::dom::array hmma_chips = hmma["chips"].get_array().value();  // named: a range over a temporary dangles
+  for (auto c : hmma_chips) chips.emplace_back(std::string_view(c.get_string().value()));
   EXPECT_EQ(chips.size(), known_chips().size() - 1);
   EXPECT_EQ(std::find(chips.begin(), chips.end(), "gh100"), chips.end());
   EXPECT_FALSE(doc["catalog"].get_bool().value());
