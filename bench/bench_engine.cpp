@@ -16,6 +16,7 @@
 
 #include "opprof/ingest/json_scan.hpp"
 #include "opprof/ingest/kineto.hpp"
+#include "opprof/pipeline/attribute.hpp"
 #include "opprof/util/error.hpp"
 #include "synthetic_trace.hpp"
 
@@ -142,12 +143,64 @@ int ingest_only(const char* path) {
   return 0;
 }
 
+// Wall and CPU (user + system, all threads) seconds of one stage; CPU time says what a stage costs on a
+// busy machine, where the wall time mostly says how busy it was.
+class StageClock {
+ public:
+  StageClock() { restart(); }
+  void restart() {
+    wall_ = std::chrono::steady_clock::now();
+    cpu_ = cpu_seconds();
+  }
+  void print(const char* stage) const {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    std::printf("  %-10s %6.2f s wall %6.2f s CPU\n", stage, wall, cpu_seconds() - cpu_);
+  }
+  static double cpu_seconds() {
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return s(usage.ru_utime) + s(usage.ru_stime);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_ = 0;
+};
+
+// The stages of `opprof attribute --trace TRACE -o DB`, one after another, each timed.
+int pipeline(const char* trace, const char* db) {
+  try {
+    StageClock total, stage;
+    opprof::TimelineCapture capture = opprof::read_capture_timeline(trace);
+    stage.print("read");
+    stage.restart();
+    opprof::AttributeRequest request;
+    request.trace = trace;
+    const opprof::AttributeResult result = opprof::attribute_capture(std::move(capture), request);
+    stage.print("attribute");
+    stage.restart();
+    opprof::write_profile(result, db);
+    stage.print("write");
+    total.print("total");
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    std::printf("  %zu kernels; peak RSS %.0f MB\n", result.timeline().kernels.size(),
+                static_cast<double>(usage.ru_maxrss) / 1024.0);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opprof_bench: %s\n", e.what());
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--ingest-only") == 0) return ingest_only(argv[2]);
-  if (argc >= 2 && std::strcmp(argv[1], "--ingest-only") == 0) {
-    std::fprintf(stderr, "usage: opprof_bench --ingest-only TRACE.json[.gz]\n");
+  if (argc == 4 && std::strcmp(argv[1], "--pipeline") == 0) return pipeline(argv[2], argv[3]);
+  if (argc >= 2 && (std::strcmp(argv[1], "--ingest-only") == 0 || std::strcmp(argv[1], "--pipeline") == 0)) {
+    std::fprintf(stderr, "usage: opprof_bench --ingest-only TRACE.json[.gz] | --pipeline TRACE PROFILE.db\n");
     return 2;
   }
   benchmark::Initialize(&argc, argv);
