@@ -1,19 +1,29 @@
 // torch.profiler (Kineto) trace reader. The file is never held whole: ChunkedInput keeps a window of a
-// few MB, a byte scanner walks the top-level object, cuts the "traceEvents" array into its event objects,
-// and each event is parsed in place by simdjson On Demand and appended to the timeline's columns.
+// few MB, a byte scanner walks the top-level object and cuts the "traceEvents" array into its event
+// objects. The events of each chunk are copied out as one batch and parsed by simdjson On Demand on
+// worker threads, one batch per core at a time, while the scanner cuts the next chunk; the parsed events
+// are appended to the timeline's columns on the reading thread, batch after batch in file order, so the
+// timeline (and the order its strings are interned in) is the same whatever the number of threads.
 #include "opprof/ingest/kineto.hpp"
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -190,7 +200,7 @@ struct IdValue {
   bool present = false;
   bool numeric = false;
   std::int64_t number = 0;
-  std::string_view text;  // when not numeric; valid while the event is handled
+  std::string_view text;  // when not numeric; valid while the event's batch is
 };
 
 struct EventArgs {
@@ -214,7 +224,10 @@ struct EventArgs {
 struct Event {
   std::string_view ph;
   std::string_view name;
-  int category = -1;  // index into KinetoReader::categories_
+  std::string_view cat;
+  bool has_cat = false;
+  EventClass cls = EventClass::kIgnored;  // the category's
+  std::size_t offset = 0;                 // where the event starts in its batch, for later errors
   IdValue pid, tid;
   std::optional<std::int64_t> ts, dur;
   std::uint64_t flow_id = 0;  // flow events' "id"
@@ -241,24 +254,71 @@ std::uint32_t to_u32(std::uint64_t v) {
                                                        : static_cast<std::uint32_t>(v);
 }
 
-class KinetoReader {
- public:
-  KinetoReader(const std::string& path, const KinetoReadOptions& options, const ReadProgress& progress)
-      : in_(path, options.chunk_bytes, options.read_ahead), options_(options), progress_(progress),
-        next_progress_(options.progress_every_bytes) {}
 
-  Timeline read(KinetoReadStats* stats);
+// A run of consecutive events copied out of the input window, parsed on a worker thread. The events'
+// strings view the batch's bytes (or `unescaped`), so a batch lives until its events are in the timeline.
+struct EventBatch {
+  std::unique_ptr<char[]> bytes;  // size bytes, then ChunkedInput::kPadding spaces
+  std::size_t capacity = 0;
+  std::size_t size = 0;
+  InputPosition base;                                        // where bytes[0] is in the file
+  std::vector<std::pair<std::size_t, std::size_t>> spans;   // each event's offset and length in bytes
+
+  // What parsing gave: the events to import, in file order, and the counts of those skipped early.
+  std::vector<Event> events;
+  std::deque<std::string> unescaped;  // strings written with escapes, unescaped
+  std::vector<std::pair<std::string, std::uint64_t>> ignored_by_category;
+  std::array<std::uint64_t, 256> ignored_phases{};  // by the phase's letter
+  std::exception_ptr error;                         // the first malformed event's InputError
+  bool parsed = false;                              // guarded by ParseWorkers::mutex_
+
+  void fill(const char* data, std::size_t n, const InputPosition& where) {
+    if (n > capacity) {
+      capacity = std::max(n, capacity + capacity / 2);
+      bytes = std::make_unique<char[]>(capacity + ChunkedInput::kPadding);
+    }
+    std::memcpy(bytes.get(), data, n);
+    std::memset(bytes.get() + n, ' ', ChunkedInput::kPadding);  // simdjson reads past a document's end
+    size = n;
+    base = where;
+  }
+  void clear() {
+    spans.clear();
+    events.clear();
+    unescaped.clear();
+    ignored_by_category.clear();
+    ignored_phases.fill(0);
+    error = nullptr;
+    parsed = false;
+  }
+  // Line and column (1-based, in bytes) and byte offset of bytes[i].
+  InputPosition position_of(std::size_t i) const {
+    i = std::min(i, size);
+    InputPosition pos = base;
+    pos.byte_offset += i;
+    pos.line += count_newlines(bytes.get(), i);
+    if (const void* nl = i > 0 ? ::memrchr(bytes.get(), '\n', i) : nullptr)
+      pos.column = i - static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.get());
+    else
+      pos.column += i;
+    return pos;
+  }
+};
+
+// Parses the events of one batch at a time; one per worker thread.
+class EventParser {
+ public:
+  explicit EventParser(const std::string& path) : path_(path) {}
+  // Fills batch.events and its counts; throws InputError at the first malformed event.
+  void parse(EventBatch& batch);
 
  private:
-  // ---- input plumbing -------------------------------------------------------------------------
-  std::size_t refill(std::size_t keep_from);
-  bool skip_ws();
   [[noreturn]] void fail_at(std::size_t i, std::string_view message) const {
-    throw InputError(in_.path(), std::string(message), in_.position_of(i));
+    throw InputError(path_, std::string(message), batch_->position_of(i));
   }
   std::size_t index_of(const char* p, std::size_t fallback) const {
-    if (p < in_.data() || p >= in_.data() + in_.size()) return fallback;
-    return static_cast<std::size_t>(p - in_.data());
+    if (p < batch_->bytes.get() || p >= batch_->bytes.get() + batch_->size) return fallback;
+    return static_cast<std::size_t>(p - batch_->bytes.get());
   }
   // A malformed event: named at the first byte where the strict checker finds the grammar broken and
   // with what it expected there; simdjson's own location (a token near the problem) when the checker
@@ -272,11 +332,439 @@ class KinetoReader {
     fail_at(index_of(at, event_start),
             fmt::format("malformed event: {}{}", context, simdjson::error_message(error)));
   }
-
   void fail_if_json_problem(std::size_t event_start, simdjson::error_code error) const {
     if (error == simdjson::UTF8_ERROR || event_start != event_start_) return;
-    if (auto problem = find_json_problem(std::string_view(in_.data() + event_start_, event_length_)))
+    if (auto problem = find_json_problem(std::string_view(batch_->bytes.get() + event_start_, event_length_)))
       fail_at(event_start_ + problem->offset, "malformed event: " + problem->message);
+  }
+
+  bool parse_event(od::document& doc, std::size_t start, Event& ev);
+  EventClass class_of(std::string_view cat);
+  bool skipped_early(const Event& ev);
+  // Which arguments an event's category needs, so that reading can stop once it has them.
+  // kUpToAutogradLink: the External id and the "Sequence number" / "Fwd thread id" that torch writes right
+  // after it (and after "Record function id") on operators that autograd records.
+  enum class ArgsNeeded { kAll, kUpToExternalId, kUpToAutogradLink, kUpToCorrelation };
+  void parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args);
+  void read_id(od::value& value, std::size_t start, IdValue& out);
+  std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
+  bool read_uint(od::value& value, std::size_t start, std::uint64_t& out);
+  bool read_uint_slow(od::value& value, std::size_t start, std::uint64_t& out);
+  void read_dim3(od::value& value, std::size_t start, Dim3& out);
+  std::string_view read_string(od::value& value, std::size_t start);
+
+  const std::string& path_;
+  EventBatch* batch_ = nullptr;
+  od::parser parser_;
+  std::size_t event_start_ = 0;  // the event being parsed, in the batch
+  std::size_t event_length_ = 0;
+  std::vector<std::pair<std::string, EventClass>> classes_;  // the categories seen, classified
+};
+
+void EventParser::parse(EventBatch& batch) {
+  batch_ = &batch;
+  batch.events.reserve(batch.spans.size());
+  for (const auto& [start, length] : batch.spans) {
+    event_start_ = start;
+    event_length_ = length;
+    od::document doc;
+    if (auto e = parser_.iterate(batch.bytes.get() + start, length, batch.size - start + ChunkedInput::kPadding)
+                     .get(doc)) {
+      fail_if_json_problem(start, e);
+      fail_at(start, fmt::format("malformed event: {}", simdjson::error_message(e)));
+    }
+    Event ev;
+    ev.offset = start;
+    if (parse_event(doc, start, ev)) batch.events.push_back(ev);
+  }
+}
+
+EventClass EventParser::class_of(std::string_view cat) {
+  // A trace has a dozen categories; a linear look-up beats hashing each event's.
+  for (const auto& [text, cls] : classes_)
+    if (text == cat) return cls;
+  classes_.emplace_back(std::string(cat), classify_category(cat));
+  return classes_.back().second;
+}
+
+bool EventParser::skipped_early(const Event& ev) {
+  // Most events that opprof does not import (flow arrows, instants) say so in their first key; stop there.
+  if (ev.ph.empty()) return false;
+  if (ev.ph != "X") {
+    if (ev.ph == "M") return false;
+    // Flow arrows: only fwdbwd ones are read, and which kind an arrow is its category says.
+    if (ev.ph == "s" || ev.ph == "f") {
+      if (!ev.has_cat || ev.cls == EventClass::kForwardBackwardFlow) return false;
+    }
+    ++batch_->ignored_phases[static_cast<unsigned char>(ev.ph[0])];
+    return true;
+  }
+  if (ev.has_cat && ev.cls == EventClass::kIgnored) {
+    auto& counts = batch_->ignored_by_category;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == ev.cat; });
+    if (it == counts.end())
+      counts.emplace_back(std::string(ev.cat), 1);
+    else
+      ++it->second;
+    return true;
+  }
+  return false;
+}
+
+std::string_view EventParser::read_string(od::value& value, std::size_t start) {
+  // Most strings in a trace have no escapes: then the text between the quotes, in the window, is the
+  // value, and the copy On Demand's unescaping makes (byte by byte in its portable build) is saved. The
+  // view lives as long as the batch. simdjson's first stage has already checked the
+  // string for encoding errors and raw control characters.
+  std::string_view token = value.raw_json_token();
+  if (token.size() >= 2 && token.front() == '"') {
+    while (is_ws(token.back())) token.remove_suffix(1);  // stops at the opening quote at the latest
+    if (token.size() >= 2 && token.back() == '"') {
+      token = token.substr(1, token.size() - 2);
+      if (std::memchr(token.data(), '\\', token.size()) == nullptr) return token;
+    }
+  }
+  // With escapes: On Demand unescapes into the parser's buffer, which the next event overwrites.
+  std::string_view s;
+  const auto e = value.get_string().get(s);
+  if (e == simdjson::SUCCESS) return batch_->unescaped.emplace_back(s);
+  if (e == simdjson::INCORRECT_TYPE) return {};
+  fail_json(value, start, e, "");
+}
+
+void EventParser::read_id(od::value& value, std::size_t start, IdValue& out) {
+  od::json_type type;
+  if (auto e = value.type().get(type)) fail_json(value, start, e, "reading a pid/tid: ");
+  if (type == od::json_type::number) {
+    std::int64_t n = 0;
+    if (value.get_int64().get(n) == simdjson::SUCCESS) {
+      out = IdValue{true, true, n, {}};
+      return;
+    }
+    std::uint64_t u = 0;
+    if (read_uint_slow(value, start, u)) out = IdValue{true, true, static_cast<std::int64_t>(u), {}};
+    return;
+  }
+  if (type == od::json_type::string) {
+    out.present = true;
+    out.text = read_string(value, start);
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(out.text.data(), out.text.data() + out.text.size(), n);
+    if (ec == std::errc() && end == out.text.data() + out.text.size() && !out.text.empty()) {
+      out.numeric = true;
+      out.number = n;
+    }
+  }
+}
+
+std::optional<std::int64_t> EventParser::read_time(od::value& value, std::size_t start, std::string_view key) {
+  std::string_view token = value.raw_json_token();
+  if (!token.empty() && token.front() == '"') token = read_string(value, start);
+  if (auto ns = parse_trace_us_as_ns(token)) return ns;
+  const char* at = nullptr;
+  if (value.current_location().get(at) != simdjson::SUCCESS) at = nullptr;
+  fail_at(index_of(at, start), fmt::format("malformed event: expected a number of microseconds for \"{}\", found "
+                                           "'{}'",
+                                           key, trim(token).substr(0, 40)));
+}
+
+bool EventParser::read_uint(od::value& value, std::size_t start, std::uint64_t& out) {
+  if (value.get_uint64().get(out) == simdjson::SUCCESS) return true;
+  return read_uint_slow(value, start, out);
+}
+
+bool EventParser::read_uint_slow(od::value& value, std::size_t start, std::uint64_t& out) {
+  // Not a plain unsigned integer: accept what still means one (1.0, "7"), ignore what does not (-1, null),
+  // and stop on what is not JSON.
+  od::json_type type;
+  if (auto e = value.type().get(type)) fail_json(value, start, e, "");
+  if (type == od::json_type::number) {
+    od::number n;
+    if (auto e = value.get_number().get(n)) fail_json(value, start, e, "");
+    if (n.is_double()) {
+      const double d = n.get_double();
+      if (!(d >= 0) || d >= 1.8e19) return false;
+      out = static_cast<std::uint64_t>(d);
+      return true;
+    }
+    if (n.is_int64()) return false;  // negative
+    out = n.get_uint64();
+    return true;
+  }
+  if (type == od::json_type::string) {
+    const std::string_view s = read_string(value, start);
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+  }
+  return false;
+}
+
+void EventParser::read_dim3(od::value& value, std::size_t start, Dim3& out) {
+  od::array arr;
+  if (value.get_array().get(arr) != simdjson::SUCCESS) return;
+  std::uint32_t* dims[3] = {&out.x, &out.y, &out.z};
+  int i = 0;
+  for (auto element_result : arr) {
+    od::value element;
+    if (auto e = std::move(element_result).get(element)) fail_json(value, start, e, "");
+    std::uint64_t v = 0;
+    if (i < 3 && read_uint(element, start, v)) *dims[i] = to_u32(v);
+    ++i;
+  }
+}
+
+void EventParser::parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args) {
+  od::object obj;
+  if (value.get_object().get(obj) != simdjson::SUCCESS) return;  // args that are not an object carry nothing
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) fail_json(value, start, e, "in \"args\": ");
+    const char* raw = reinterpret_cast<const char*>(field.key().raw());
+    od::value& v = field.value();
+    std::uint64_t n = 0;
+    switch (raw[0]) {
+      case 'E':
+        if (key_is(raw, "External id")) {
+          read_uint(v, start, args.external_id);
+          if (needed == ArgsNeeded::kUpToExternalId) return;
+        }
+        break;
+      case 'R': break;  // "Record function id", between the External id and the sequence number
+      case 'S':
+        if (key_is(raw, "Sequence number")) {
+          if (read_uint(v, start, n)) args.sequence_nr = static_cast<std::int64_t>(n);
+        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
+          return;
+        }
+        break;
+      case 'F':
+        if (key_is(raw, "Fwd thread id")) {
+          read_uint(v, start, args.forward_thread);
+          if (needed == ArgsNeeded::kUpToAutogradLink) return;
+        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
+          return;
+        }
+        break;
+      case 'c':
+        if (key_is(raw, "correlation")) {
+          read_uint(v, start, args.correlation);
+          if (needed == ArgsNeeded::kUpToCorrelation) return;
+        } else if (key_is(raw, "context")) {
+          read_uint(v, start, args.context);
+        }
+        break;
+      case 'd':
+        if (key_is(raw, "device") && read_uint(v, start, n)) args.device = n;
+        break;
+      case 's':
+        if (key_is(raw, "stream") && read_uint(v, start, n))
+          args.stream = n;
+        else if (key_is(raw, "shared memory") && read_uint(v, start, n))
+          args.shared_mem = to_u32(n);
+        break;
+      case 'g':
+        if (key_is(raw, "grid"))
+          read_dim3(v, start, args.grid);
+        else if (key_is(raw, "graph id"))
+          read_uint(v, start, args.graph_id);
+        else if (key_is(raw, "graph node id"))
+          read_uint(v, start, args.graph_node);
+        break;
+      case 'b':
+        if (key_is(raw, "block"))
+          read_dim3(v, start, args.block);
+        else if (key_is(raw, "bytes"))
+          read_uint(v, start, args.bytes);
+        break;
+      case 'r':
+        if (key_is(raw, "registers per thread") && read_uint(v, start, n)) args.registers = to_u32(n);
+        break;
+      case 'n':
+        if (key_is(raw, "name")) args.name = read_string(v, start);
+        break;
+      case 'l':
+        if (key_is(raw, "labels")) args.labels = read_string(v, start);
+        break;
+      default:
+        // Past the External id, any other key ends what an operator needs (its shapes follow).
+        if (needed == ArgsNeeded::kUpToAutogradLink && args.external_id != 0) return;
+        break;
+    }
+  }
+}
+
+// Reads the keys an event has in any order. Torch writes "args" last and puts "External id" first in it
+// (and "correlation" before the launch's other arguments), so for operators and launches the reading
+// stops there: the shapes and other arguments that follow are not visited, which is most of a
+// record_shapes trace's bytes. Unvisited values are checked only as far as simdjson's first stage
+// checks a document (strings, encoding, structural characters); the scan that cut the event out of the
+// array has already checked that its brackets balance.
+bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
+  od::object obj;
+  if (auto e = doc.get_object().get(obj)) fail_json(doc, start, e, "an event must be a JSON object: ");
+  enum : unsigned { kPh = 1, kCat = 2, kName = 4, kPid = 8, kTid = 16, kTs = 32, kDur = 64, kAll = 127 };
+  unsigned seen = 0;
+  for (auto field_result : obj) {
+    od::field field;
+    if (auto e = std::move(field_result).get(field)) fail_json(doc, start, e, "");
+    const char* raw = reinterpret_cast<const char*>(field.key().raw());
+    od::value& v = field.value();
+    switch (raw[0]) {
+      case 'p':
+        if (key_is(raw, "ph")) {
+          ev.ph = read_string(v, start);
+          seen |= kPh;
+          if (skipped_early(ev)) return false;
+        } else if (key_is(raw, "pid")) {
+          read_id(v, start, ev.pid);
+          seen |= kPid;
+        }
+        break;
+      case 'c':
+        if (key_is(raw, "cat")) {
+          ev.cat = read_string(v, start);
+          ev.has_cat = true;
+          ev.cls = class_of(ev.cat);
+          seen |= kCat;
+          if (skipped_early(ev)) return false;
+        }
+        break;
+      case 'n':
+        if (key_is(raw, "name")) {
+          ev.name = read_string(v, start);
+          seen |= kName;
+        }
+        break;
+      case 'i':
+        if (key_is(raw, "id")) read_uint(v, start, ev.flow_id);
+        break;
+      case 't':
+        if (key_is(raw, "ts")) {
+          ev.ts = read_time(v, start, "ts");
+          seen |= kTs;
+        } else if (key_is(raw, "tid")) {
+          read_id(v, start, ev.tid);
+          seen |= kTid;
+        }
+        break;
+      case 'd':
+        if (key_is(raw, "dur")) {
+          ev.dur = read_time(v, start, "dur");
+          seen |= kDur;
+        }
+        break;
+      case 'a':
+        if (key_is(raw, "args")) {
+          ArgsNeeded needed = ArgsNeeded::kAll;
+          if (ev.has_cat) {
+            switch (ev.cls) {
+              case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
+              case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
+              case EventClass::kRuntime:
+              case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
+              default: break;
+            }
+          }
+          parse_args(v, start, needed, ev.args);
+          if (seen == kAll) return true;
+        }
+        break;
+      default: break;
+    }
+  }
+  return true;
+}
+
+
+// Threads that parse batches. The reader takes the results in the order it submitted the batches.
+class ParseWorkers {
+ public:
+  ParseWorkers(const std::string& path, unsigned threads) {
+    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, &path] { run(path); });
+  }
+  ~ParseWorkers() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;  // batches still queued are dropped: the reader is leaving (by an exception)
+    }
+    work_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  ParseWorkers(const ParseWorkers&) = delete;
+  ParseWorkers& operator=(const ParseWorkers&) = delete;
+
+  void submit(std::shared_ptr<EventBatch> batch) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(batch));
+    }
+    work_.notify_one();
+  }
+  void wait(const EventBatch& batch) {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return batch.parsed; });
+  }
+  bool parsed(const EventBatch& batch) {
+    std::lock_guard lock(mutex_);
+    return batch.parsed;
+  }
+
+ private:
+  void run(const std::string& path) {
+    EventParser parser(path);
+    for (;;) {
+      std::shared_ptr<EventBatch> batch;
+      {
+        std::unique_lock lock(mutex_);
+        work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        parser.parse(*batch);
+      } catch (...) {
+        batch->error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mutex_);
+        batch->parsed = true;
+      }
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<std::shared_ptr<EventBatch>> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+unsigned parse_threads(unsigned asked) {
+  if (asked != 0) return asked;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+}
+
+class KinetoReader {
+ public:
+  KinetoReader(const std::string& path, const KinetoReadOptions& options, const ReadProgress& progress)
+      : in_(path, options.chunk_bytes, options.read_ahead), options_(options), progress_(progress),
+        next_progress_(options.progress_every_bytes), threads_(parse_threads(options.parse_threads)),
+        workers_(in_.path(), threads_) {}
+
+  Timeline read(KinetoReadStats* stats);
+
+ private:
+  // ---- input plumbing -------------------------------------------------------------------------
+  std::size_t refill(std::size_t keep_from);
+  bool skip_ws();
+  // An error found by the scan: the events before it go into the timeline first, so that a malformed
+  // one among them is the error reported, as it comes first in the file.
+  [[noreturn]] void fail_at(std::size_t i, std::string_view message) {
+    const InputPosition at = in_.position_of(i);
+    finish_batches();
+    throw InputError(in_.path(), std::string(message), at);
   }
 
   // ---- top level ------------------------------------------------------------------------------
@@ -291,27 +779,19 @@ class KinetoReader {
 
   // ---- events ---------------------------------------------------------------------------------
   void read_event();
-  void handle_event(std::size_t start, std::size_t length);
-  bool parse_event(od::document& doc, std::size_t start, Event& ev);
-  bool skipped_early(const Event& ev);
-  // Which arguments an event's category needs, so that reading can stop once it has them.
-  // kUpToAutogradLink: the External id and the "Sequence number" / "Fwd thread id" that torch writes right
-  // after it (and after "Record function id") on operators that autograd records.
-  enum class ArgsNeeded { kAll, kUpToExternalId, kUpToAutogradLink, kUpToCorrelation };
-  void parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args);
-  void read_id(od::value& value, std::size_t start, IdValue& out);
-  std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
-  bool read_uint(od::value& value, std::size_t start, std::uint64_t& out);
-  bool read_uint_slow(od::value& value, std::size_t start, std::uint64_t& out);
-  void read_dim3(od::value& value, std::size_t start, Dim3& out);
-  std::string_view read_string(od::value& value, std::size_t start);
+  // The events cut since the last flush go to a worker as one batch; called before the window moves.
+  void flush_batch();
+  // Takes the oldest batch's events into the timeline (waiting for its worker), or rethrows its error.
+  void merge_oldest_batch();
+  void finish_batches();
+  void handle_event(const EventBatch& batch, const Event& ev);
   int category_index(std::string_view cat);
   std::uint64_t resolve_id(const IdValue& id, bool is_pid, std::uint64_t pid_for_thread);
   StrId intern(std::string_view text);
 
   void add_kernel(const Event& ev, EventClass cls, std::int64_t start, std::int64_t end);
   void add_launch(const Event& ev, std::int64_t start, std::int64_t end);
-  void add_range(const Event& ev, EventClass cls, std::int64_t start, std::int64_t end);
+  void add_range(const Event& ev, Category& cat, std::int64_t start, std::int64_t end);
   void add_process_metadata(const Event& ev);
 
   void reserve_tables();
@@ -326,13 +806,20 @@ class KinetoReader {
   const ReadProgress& progress_;
   std::uint64_t next_progress_;
   std::size_t p_ = 0;  // cursor into in_.data()
-  std::size_t event_start_ = 0;   // the event being parsed, in in_.data()
-  std::size_t event_length_ = 0;
   bool saw_trace_events_ = false;
   std::uint64_t events_ = 0;
 
+  // Batches: the one being cut (its events' spans, from batch_first_ in the window), those at the
+  // workers oldest first, and spare ones whose buffers are reused.
+  unsigned threads_;
+  std::size_t batch_first_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> spans_;
+  std::deque<std::shared_ptr<EventBatch>> in_flight_;
+  std::vector<std::shared_ptr<EventBatch>> spare_;
+  ParseWorkers workers_;  // after in_ (whose path it reads) and the batches: joined first
+
   Timeline tl_;
-  od::parser parser_;
+  od::parser parser_;  // top-level values
   std::vector<Category> categories_;
   std::uint64_t events_without_phase_ = 0;
   std::uint64_t ignored_phases_[256] = {};  // events of phases other than X and M, by the phase's letter
@@ -377,7 +864,14 @@ StrId KinetoReader::intern(std::string_view text) {
 // ---- input plumbing ---------------------------------------------------------------------------
 
 std::size_t KinetoReader::refill(std::size_t keep_from) {
-  const std::size_t shift = in_.refill(keep_from);
+  flush_batch();
+  std::size_t shift = 0;
+  try {
+    shift = in_.refill(keep_from);
+  } catch (const InputError&) {
+    finish_batches();  // a malformed event before the unreadable bytes is the first error
+    throw;
+  }
   if (progress_ && in_.bytes_read() >= next_progress_) {
     progress_(in_.bytes_read(), in_.file_bytes());
     next_progress_ = in_.bytes_read() + options_.progress_every_bytes;
@@ -729,6 +1223,7 @@ void KinetoReader::read_event_array() {
     char c = in_.data()[p_];
     if (c == ']') {
       ++p_;
+      finish_batches();
       return;
     }
     if (!first) {
@@ -754,7 +1249,9 @@ void KinetoReader::read_event() {
   for (;;) {
     const std::size_t end = scan_to_value_end(in_.data(), in_.size(), scan);
     if (end != kNoEnd) {
-      handle_event(start, end - start);
+      ++events_;
+      if (spans_.empty()) batch_first_ = start;
+      spans_.emplace_back(start - batch_first_, end - start);
       p_ = end;
       return;
     }
@@ -765,6 +1262,45 @@ void KinetoReader::read_event() {
     scan.pos -= shift;
     p_ = start;
   }
+}
+
+void KinetoReader::flush_batch() {
+  if (spans_.empty()) return;
+  std::shared_ptr<EventBatch> batch;
+  if (spare_.empty()) {
+    batch = std::make_shared<EventBatch>();
+  } else {
+    batch = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  const auto& [last_start, last_length] = spans_.back();
+  batch->fill(in_.data() + batch_first_, last_start + last_length, in_.position_of(batch_first_));
+  batch->spans.swap(spans_);
+  in_flight_.push_back(batch);
+  workers_.submit(std::move(batch));
+  // Two batches per worker keep every core busy while this thread cuts and merges; more would only
+  // hold memory.
+  while (in_flight_.size() > 2 * std::size_t{threads_} ||
+         (!in_flight_.empty() && workers_.parsed(*in_flight_.front())))
+    merge_oldest_batch();
+}
+
+void KinetoReader::merge_oldest_batch() {
+  std::shared_ptr<EventBatch> batch = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  workers_.wait(*batch);
+  if (batch->error) std::rethrow_exception(batch->error);
+  for (const Event& ev : batch->events) handle_event(*batch, ev);
+  for (const auto& [cat, n] : batch->ignored_by_category)
+    categories_[static_cast<std::size_t>(category_index(cat))].ignored += n;
+  for (std::size_t c = 0; c < 256; ++c) ignored_phases_[c] += batch->ignored_phases[c];
+  batch->clear();
+  spare_.push_back(std::move(batch));
+}
+
+void KinetoReader::finish_batches() {
+  flush_batch();
+  while (!in_flight_.empty()) merge_oldest_batch();
 }
 
 int KinetoReader::category_index(std::string_view cat) {
@@ -781,299 +1317,7 @@ int KinetoReader::category_index(std::string_view cat) {
   return static_cast<int>(categories_.size() - 1);
 }
 
-bool KinetoReader::skipped_early(const Event& ev) {
-  // Most events that opprof does not import (flow arrows, instants) say so in their first key; stop there.
-  if (ev.ph.empty()) return false;
-  if (ev.ph != "X") {
-    if (ev.ph == "M") return false;
-    // Flow arrows: only fwdbwd ones are read, and which kind an arrow is its category says.
-    if (ev.ph == "s" || ev.ph == "f") {
-      if (ev.category < 0) return false;
-      if (categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kForwardBackwardFlow) return false;
-    }
-    ++ignored_phases_[static_cast<unsigned char>(ev.ph[0])];
-    return true;
-  }
-  if (ev.category >= 0 && categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kIgnored) {
-    ++categories_[static_cast<std::size_t>(ev.category)].ignored;
-    return true;
-  }
-  return false;
-}
-
-std::string_view KinetoReader::read_string(od::value& value, std::size_t start) {
-  // Most strings in a trace have no escapes: then the text between the quotes, in the window, is the
-  // value, and the copy On Demand's unescaping makes (byte by byte in its portable build) is saved. The
-  // view lives as long as the event is being handled. simdjson's first stage has already checked the
-  // string for encoding errors and raw control characters.
-  std::string_view token = value.raw_json_token();
-  if (token.size() >= 2 && token.front() == '"') {
-    while (is_ws(token.back())) token.remove_suffix(1);  // stops at the opening quote at the latest
-    if (token.size() >= 2 && token.back() == '"') {
-      token = token.substr(1, token.size() - 2);
-      if (std::memchr(token.data(), '\\', token.size()) == nullptr) return token;
-    }
-  }
-  std::string_view s;
-  const auto e = value.get_string().get(s);
-  if (e == simdjson::SUCCESS) return s;
-  if (e == simdjson::INCORRECT_TYPE) return {};
-  fail_json(value, start, e, "");
-}
-
-void KinetoReader::read_id(od::value& value, std::size_t start, IdValue& out) {
-  od::json_type type;
-  if (auto e = value.type().get(type)) fail_json(value, start, e, "reading a pid/tid: ");
-  if (type == od::json_type::number) {
-    std::int64_t n = 0;
-    if (value.get_int64().get(n) == simdjson::SUCCESS) {
-      out = IdValue{true, true, n, {}};
-      return;
-    }
-    std::uint64_t u = 0;
-    if (read_uint_slow(value, start, u)) out = IdValue{true, true, static_cast<std::int64_t>(u), {}};
-    return;
-  }
-  if (type == od::json_type::string) {
-    out.present = true;
-    out.text = read_string(value, start);
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(out.text.data(), out.text.data() + out.text.size(), n);
-    if (ec == std::errc() && end == out.text.data() + out.text.size() && !out.text.empty()) {
-      out.numeric = true;
-      out.number = n;
-    }
-  }
-}
-
-std::optional<std::int64_t> KinetoReader::read_time(od::value& value, std::size_t start, std::string_view key) {
-  std::string_view token = value.raw_json_token();
-  if (!token.empty() && token.front() == '"') token = read_string(value, start);
-  if (auto ns = parse_trace_us_as_ns(token)) return ns;
-  const char* at = nullptr;
-  if (value.current_location().get(at) != simdjson::SUCCESS) at = nullptr;
-  fail_at(index_of(at, start), fmt::format("malformed event: expected a number of microseconds for \"{}\", found "
-                                           "'{}'",
-                                           key, trim(token).substr(0, 40)));
-}
-
-bool KinetoReader::read_uint(od::value& value, std::size_t start, std::uint64_t& out) {
-  if (value.get_uint64().get(out) == simdjson::SUCCESS) return true;
-  return read_uint_slow(value, start, out);
-}
-
-bool KinetoReader::read_uint_slow(od::value& value, std::size_t start, std::uint64_t& out) {
-  // Not a plain unsigned integer: accept what still means one (1.0, "7"), ignore what does not (-1, null),
-  // and stop on what is not JSON.
-  od::json_type type;
-  if (auto e = value.type().get(type)) fail_json(value, start, e, "");
-  if (type == od::json_type::number) {
-    od::number n;
-    if (auto e = value.get_number().get(n)) fail_json(value, start, e, "");
-    if (n.is_double()) {
-      const double d = n.get_double();
-      if (!(d >= 0) || d >= 1.8e19) return false;
-      out = static_cast<std::uint64_t>(d);
-      return true;
-    }
-    if (n.is_int64()) return false;  // negative
-    out = n.get_uint64();
-    return true;
-  }
-  if (type == od::json_type::string) {
-    const std::string_view s = read_string(value, start);
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-  }
-  return false;
-}
-
-void KinetoReader::read_dim3(od::value& value, std::size_t start, Dim3& out) {
-  od::array arr;
-  if (value.get_array().get(arr) != simdjson::SUCCESS) return;
-  std::uint32_t* dims[3] = {&out.x, &out.y, &out.z};
-  int i = 0;
-  for (auto element_result : arr) {
-    od::value element;
-    if (auto e = std::move(element_result).get(element)) fail_json(value, start, e, "");
-    std::uint64_t v = 0;
-    if (i < 3 && read_uint(element, start, v)) *dims[i] = to_u32(v);
-    ++i;
-  }
-}
-
-void KinetoReader::parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args) {
-  od::object obj;
-  if (value.get_object().get(obj) != simdjson::SUCCESS) return;  // args that are not an object carry nothing
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) fail_json(value, start, e, "in \"args\": ");
-    const char* raw = reinterpret_cast<const char*>(field.key().raw());
-    od::value& v = field.value();
-    std::uint64_t n = 0;
-    switch (raw[0]) {
-      case 'E':
-        if (key_is(raw, "External id")) {
-          read_uint(v, start, args.external_id);
-          if (needed == ArgsNeeded::kUpToExternalId) return;
-        }
-        break;
-      case 'R': break;  // "Record function id", between the External id and the sequence number
-      case 'S':
-        if (key_is(raw, "Sequence number")) {
-          if (read_uint(v, start, n)) args.sequence_nr = static_cast<std::int64_t>(n);
-        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
-          return;
-        }
-        break;
-      case 'F':
-        if (key_is(raw, "Fwd thread id")) {
-          read_uint(v, start, args.forward_thread);
-          if (needed == ArgsNeeded::kUpToAutogradLink) return;
-        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
-          return;
-        }
-        break;
-      case 'c':
-        if (key_is(raw, "correlation")) {
-          read_uint(v, start, args.correlation);
-          if (needed == ArgsNeeded::kUpToCorrelation) return;
-        } else if (key_is(raw, "context")) {
-          read_uint(v, start, args.context);
-        }
-        break;
-      case 'd':
-        if (key_is(raw, "device") && read_uint(v, start, n)) args.device = n;
-        break;
-      case 's':
-        if (key_is(raw, "stream") && read_uint(v, start, n))
-          args.stream = n;
-        else if (key_is(raw, "shared memory") && read_uint(v, start, n))
-          args.shared_mem = to_u32(n);
-        break;
-      case 'g':
-        if (key_is(raw, "grid"))
-          read_dim3(v, start, args.grid);
-        else if (key_is(raw, "graph id"))
-          read_uint(v, start, args.graph_id);
-        else if (key_is(raw, "graph node id"))
-          read_uint(v, start, args.graph_node);
-        break;
-      case 'b':
-        if (key_is(raw, "block"))
-          read_dim3(v, start, args.block);
-        else if (key_is(raw, "bytes"))
-          read_uint(v, start, args.bytes);
-        break;
-      case 'r':
-        if (key_is(raw, "registers per thread") && read_uint(v, start, n)) args.registers = to_u32(n);
-        break;
-      case 'n':
-        if (key_is(raw, "name")) args.name = read_string(v, start);
-        break;
-      case 'l':
-        if (key_is(raw, "labels")) args.labels = read_string(v, start);
-        break;
-      default:
-        // Past the External id, any other key ends what an operator needs (its shapes follow).
-        if (needed == ArgsNeeded::kUpToAutogradLink && args.external_id != 0) return;
-        break;
-    }
-  }
-}
-
-// Reads the keys an event has in any order. Torch writes "args" last and puts "External id" first in it
-// (and "correlation" before the launch's other arguments), so for operators and launches the reading
-// stops there: the shapes and other arguments that follow are not visited, which is most of a
-// record_shapes trace's bytes. Unvisited values are checked only as far as simdjson's first stage
-// checks a document (strings, encoding, structural characters); the scan that cut the event out of the
-// array has already checked that its brackets balance.
-bool KinetoReader::parse_event(od::document& doc, std::size_t start, Event& ev) {
-  od::object obj;
-  if (auto e = doc.get_object().get(obj)) fail_json(doc, start, e, "an event must be a JSON object: ");
-  enum : unsigned { kPh = 1, kCat = 2, kName = 4, kPid = 8, kTid = 16, kTs = 32, kDur = 64, kAll = 127 };
-  unsigned seen = 0;
-  for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field)) fail_json(doc, start, e, "");
-    const char* raw = reinterpret_cast<const char*>(field.key().raw());
-    od::value& v = field.value();
-    switch (raw[0]) {
-      case 'p':
-        if (key_is(raw, "ph")) {
-          ev.ph = read_string(v, start);
-          seen |= kPh;
-          if (skipped_early(ev)) return false;
-        } else if (key_is(raw, "pid")) {
-          read_id(v, start, ev.pid);
-          seen |= kPid;
-        }
-        break;
-      case 'c':
-        if (key_is(raw, "cat")) {
-          ev.category = category_index(read_string(v, start));
-          seen |= kCat;
-          if (skipped_early(ev)) return false;
-        }
-        break;
-      case 'n':
-        if (key_is(raw, "name")) {
-          ev.name = read_string(v, start);
-          seen |= kName;
-        }
-        break;
-      case 'i':
-        if (key_is(raw, "id")) read_uint(v, start, ev.flow_id);
-        break;
-      case 't':
-        if (key_is(raw, "ts")) {
-          ev.ts = read_time(v, start, "ts");
-          seen |= kTs;
-        } else if (key_is(raw, "tid")) {
-          read_id(v, start, ev.tid);
-          seen |= kTid;
-        }
-        break;
-      case 'd':
-        if (key_is(raw, "dur")) {
-          ev.dur = read_time(v, start, "dur");
-          seen |= kDur;
-        }
-        break;
-      case 'a':
-        if (key_is(raw, "args")) {
-          ArgsNeeded needed = ArgsNeeded::kAll;
-          if (ev.category >= 0) {
-            switch (categories_[static_cast<std::size_t>(ev.category)].cls) {
-              case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
-              case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
-              case EventClass::kRuntime:
-              case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
-              default: break;
-            }
-          }
-          parse_args(v, start, needed, ev.args);
-          if (seen == kAll) return true;
-        }
-        break;
-      default: break;
-    }
-  }
-  return true;
-}
-
-void KinetoReader::handle_event(std::size_t start, std::size_t length) {
-  ++events_;
-  event_start_ = start;
-  event_length_ = length;
-  od::document doc;
-  if (auto e = parser_.iterate(in_.data() + start, length, in_.readable_from(start)).get(doc)) {
-    fail_if_json_problem(start, e);
-    fail_at(start, fmt::format("malformed event: {}", simdjson::error_message(e)));
-  }
-  Event ev;
-  if (!parse_event(doc, start, ev)) return;
-
+void KinetoReader::handle_event(const EventBatch& batch, const Event& ev) {
   if (ev.ph.empty()) {
     ++events_without_phase_;
     return;
@@ -1083,8 +1327,7 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
     return;
   }
   if (ev.ph == "s" || ev.ph == "f") {
-    if (ev.category >= 0 && ev.ts &&
-        categories_[static_cast<std::size_t>(ev.category)].cls == EventClass::kForwardBackwardFlow) {
+    if (ev.has_cat && ev.ts && ev.cls == EventClass::kForwardBackwardFlow) {
       const std::uint64_t pid = resolve_id(ev.pid, true, 0);
       flow_ends_.push_back({ev.flow_id, pid, resolve_id(ev.tid, false, pid), *ev.ts, ev.ph == "s"});
     } else {
@@ -1093,17 +1336,19 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
     return;
   }
   if (ev.ph != "X") return;
-  if (ev.category < 0) {
+  if (!ev.has_cat) {
     ++events_without_phase_;
     return;
   }
-  Category& cat = categories_[static_cast<std::size_t>(ev.category)];
+  Category& cat = categories_[static_cast<std::size_t>(category_index(ev.cat))];
   if (cat.cls == EventClass::kIgnored) {
     ++cat.ignored;
     return;
   }
   if (!ev.ts)
-    fail_at(start, fmt::format("event \"{}\" (category {}) has no \"ts\"", ev.name.substr(0, 80), cat.text));
+    throw InputError(in_.path(),
+                     fmt::format("event \"{}\" (category {}) has no \"ts\"", ev.name.substr(0, 80), cat.text),
+                     batch.position_of(ev.offset));
   const std::int64_t begin = *ev.ts;
   const std::int64_t end = begin + ev.dur.value_or(0);
   switch (cat.cls) {
@@ -1115,7 +1360,7 @@ void KinetoReader::handle_event(std::size_t start, std::size_t length) {
     case EventClass::kCpuOp:
     case EventClass::kUserAnnotation:
     case EventClass::kGpuUserAnnotation:
-    case EventClass::kPythonFunction: add_range(ev, cat.cls, begin, end); break;
+    case EventClass::kPythonFunction: add_range(ev, cat, begin, end); break;
     case EventClass::kForwardBackwardFlow:
     case EventClass::kIgnored: break;
   }
@@ -1167,8 +1412,8 @@ void KinetoReader::add_launch(const Event& ev, std::int64_t start, std::int64_t 
   l.external_id[row] = ev.args.external_id;
 }
 
-void KinetoReader::add_range(const Event& ev, EventClass cls, std::int64_t start, std::int64_t end) {
-  Category& cat = categories_[static_cast<std::size_t>(ev.category)];
+void KinetoReader::add_range(const Event& ev, Category& cat, std::int64_t start, std::int64_t end) {
+  const EventClass cls = cat.cls;
   if (cat.id == kNoString) cat.id = tl_.strings.intern(cat.text);
 
   std::string_view text = ev.name;

@@ -18,6 +18,8 @@ struct KinetoReadOptions {
   std::uint64_t progress_every_bytes = std::uint64_t{64} << 20;
   // Read (and gunzip) chunks ahead on a helper thread while events are parsed.
   bool read_ahead = true;
+  // Threads that parse the events (the reading thread cuts and merges them); 0: one per core.
+  unsigned parse_threads = 0;
 };
 
 Timeline read_kineto_trace(const std::string& path, const KinetoReadOptions& options, KinetoReadStats* stats,
