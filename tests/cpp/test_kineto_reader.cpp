@@ -304,6 +304,66 @@ TEST_F(KinetoReaderTest, TinyChunksGiveTheSameTimeline) {
   }
 }
 
+TEST_F(KinetoReaderTest, AnyNumberOfParseThreadsGivesTheSameTimeline) {
+  // Events are parsed in batches (one per chunk) on worker threads and merged in file order.
+  const std::string path = kFixtures + "gpt2_eager.kineto.json";
+  const Timeline whole = read_kineto_trace(path);
+  for (unsigned threads : {1u, 2u, 5u}) {
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{4093}}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk));
+      detail::KinetoReadOptions options;
+      options.chunk_bytes = chunk;
+      options.parse_threads = threads;
+      KinetoReadStats stats;
+      const Timeline t = detail::read_kineto_trace(path, options, &stats, {});
+      EXPECT_EQ(stats.events, 2299u);
+      expect_same_timeline(whole, t);
+      EXPECT_EQ(t.strings.size(), whole.strings.size());
+      for (StrId id = 0; id < whole.strings.size(); ++id) EXPECT_EQ(t.str(id), whole.str(id));  // same interning order
+    }
+  }
+}
+
+TEST_F(KinetoReaderTest, TheFirstErrorInTheFileIsReportedWhateverTheThreads) {
+  // Two malformed events far apart (in different batches with small chunks) and garbage between events
+  // after both: the error reported is the first one in the file, at its line and column, however many
+  // workers parse the batches and in whatever order they finish.
+  const std::string text = slurp(kFixtures + "gpt2_eager.kineto.json");
+  std::string bad = text;
+  const std::size_t events = text.find("\"traceEvents\"");
+  const std::size_t first = text.find("\"ts\": ", text.find("\"cat\": \"kernel\"", events + text.size() / 3)) + 6;
+  const std::size_t second = text.find("\"ts\": ", events + 2 * text.size() / 3) + 6;
+  const std::size_t between = text.find("},\n", second) + 1;
+  ASSERT_LT(first, second);
+  bad[first] = 'x';
+  bad[second] = 'x';
+  bad[between] = ';';
+  const std::string path = write("bad.json", bad);
+  const std::size_t line_start = text.rfind('\n', first) + 1;
+  for (unsigned threads : {1u, 3u}) {
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk));
+      detail::KinetoReadOptions options;
+      options.chunk_bytes = chunk;
+      options.parse_threads = threads;
+      try {
+        detail::read_kineto_trace(path, options, nullptr, {});
+        ADD_FAILURE() << "expected an InputError";
+      } catch (const InputError& e) {
+        EXPECT_EQ(e.position().byte_offset, first) << e.what();
+        EXPECT_EQ(e.position().line, line_of(text, first));
+        EXPECT_EQ(e.position().column, first - line_start + 1);
+        EXPECT_NE(e.message().find("expected a number of microseconds for \"ts\""), std::string::npos) << e.what();
+      }
+    }
+  }
+  // Without the malformed events, the garbage is the error.
+  std::string garbage_only = text;
+  garbage_only[between] = ';';
+  InputError g = read_error(write("g.json", garbage_only), 64);
+  EXPECT_EQ(g.position().byte_offset, between) << g.what();
+}
+
 TEST_F(KinetoReaderTest, EventLargerThanTheRoomBetweenChunks) {
   // A kernel name of 700 KB: more than the room kept in front of a chunk for a carried-over event, so
   // the window moves to its overflow buffer and back.
