@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "opprof/store/profile_db.hpp"
 #include "opprof/store/profile_reader.hpp"
@@ -402,6 +403,68 @@ TEST_F(ProfileDbTest, AMissingDirectoryIsAClearError) {
   std::string err = writer_error(dir.file("no/such/dir/profile.db"), p.inputs());
   EXPECT_NE(err.find("cannot write profile database"), std::string::npos) << err;
   EXPECT_NE(err.find("unable to open database file"), std::string::npos) << err;
+}
+
+// Every row of every table, as text, for comparing two databases.
+std::string dump_tables(const std::string& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  std::string out;
+  auto append = [](void* o, int n, char** values, char**) {
+    auto& text = *static_cast<std::string*>(o);
+    for (int i = 0; i < n; ++i) text += (values[i] ? values[i] : "NULL") + std::string("|");
+    text += "\n";
+    return 0;
+  };
+  std::vector<std::string> tables;
+  sqlite3_exec(
+      db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+      [](void* t, int, char** v, char**) {
+        static_cast<std::vector<std::string>*>(t)->push_back(v[0]);
+        return 0;
+      },
+      &tables, nullptr);
+  for (const std::string& t : tables) {
+    out += "-- " + t + "\n";
+    sqlite3_exec(db, ("SELECT * FROM " + t + (t == "meta" ? " WHERE key != 'created_at'" : "")).c_str(), append,
+                 &out, nullptr);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+TEST_F(ProfileDbTest, TimelineTablesWrittenDuringAttributionGiveTheSameDatabase) {
+  const std::string once = dir.file("once.db");
+  write_profile_db(once, p.inputs());
+  // The kernel and launch tables go in on a helper thread while this one interns strings, as attribution
+  // does (growing the string table the helper reads names from).
+  const std::string overlapped = dir.file("overlapped.db");
+  {
+    ProfileDbWriter writer(overlapped, p.tl, /*background=*/true);
+    for (int i = 0; i < 20000; ++i) p.tl.strings.intern(fmt::format("family {}", i));
+    writer.finish(p.inputs());
+  }
+  EXPECT_EQ(dump_tables(once), dump_tables(overlapped));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"once.db", "overlapped.db"}));
+}
+
+TEST_F(ProfileDbTest, AWriteLeftUnfinishedOrFailingInTheHelperLeavesNoFile) {
+  const std::string path = dir.file("profile.db");
+  { ProfileDbWriter writer(path, p.tl, /*background=*/true); }  // attribution failed: no finish()
+  EXPECT_TRUE(dir.entries().empty());
+
+  p.tl.kernels.name[1] = 99999;  // a string id the timeline does not have: the helper thread fails
+  std::string err = "<no error>";
+  try {
+    ProfileDbWriter writer(path, p.tl, /*background=*/true);
+    writer.finish(p.inputs());
+  } catch (const OutputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("cannot write profile database " + path + ": kernels row 1: name has string id 99999"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(dir.entries().empty());
 }
 
 TEST_F(ProfileDbTest, InconsistentInputsAreRejectedBeforeWriting) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "opprof/attribute/input_checks.hpp"
 #include "opprof/ingest/inductor.hpp"
@@ -63,6 +64,8 @@ void require_collectable(const MetricSet& chip_set, const std::string& chip) {
 
 AttributeResult attribute_checked(TimelineCapture capture, const AttributeRequest& request, const CheckedInputs& in,
                                   ProgressObserver* observer);
+// Writes what attribution added to the database whose timeline tables db has written, and publishes it.
+void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer);
 
 }  // namespace
 
@@ -109,6 +112,9 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   require_rows_for_chip(in.metric_set, r.chip);
   r.metric_set = in.metric_set.for_chip(r.chip.empty() ? "*" : r.chip);
   require_collectable(r.metric_set, r.chip);
+  // The timeline's own tables go into the database on another core while the timeline is attributed.
+  std::optional<ProfileDbWriter> db;
+  if (!request.output.empty()) db.emplace(request.output, tl, /*background=*/true);
 
   std::vector<std::string> warnings;  // stored in the profile: the report repeats them
   std::optional<InductorArtifacts> inductor;
@@ -167,13 +173,12 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   meta["timing.attribute_s"] = fmt::format("{:.3f}", attribute_s);
   r.elapsed_s = r.capture.read_s + total.seconds();
 
-  if (!request.output.empty()) write_profile(r, request.output, observer);
+  if (db) finish_profile(r, request.output, *db, observer);
   return r;
 }
 
-}  // namespace
-
-void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer) {
+void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer) {
+  Stopwatch sw;
   ProfileInputs in;
   in.timeline = &r.timeline();
   in.attribution = &r.attribution;
@@ -187,11 +192,17 @@ void write_profile(const AttributeResult& r, const std::string& path, ProgressOb
   if (!r.all_ranges) in.operator_ranges_to_keep = &r.notes.operator_on_launch_path;
   in.anomalies = &r.notes.anomalies;
   in.metadata = r.metadata;
-  Stopwatch sw;
-  write_profile_db(path, in);
+  db.finish(in);
   const double write_s = sw.seconds();
   tell(observer, progress::Written{path, write_s, r.elapsed_s + write_s, r.coverage.pct(r.coverage.attributed_ns),
                                    r.coverage.pct(r.coverage.module_attributed_ns)});
+}
+
+}  // namespace
+
+void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer) {
+  ProfileDbWriter db(path, r.timeline(), /*background=*/false);
+  finish_profile(r, path, db, observer);
 }
 
 }  // namespace opprof

@@ -25,7 +25,9 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "opprof/store/schema_names.hpp"
 #include "opprof/store/sqlite.hpp"
@@ -66,16 +68,21 @@ void check_columns(const char* table, std::size_t rows, const Columns&... column
       throw OutputError(fmt::format("{}: a column has {} entries where {} rows are expected", table, s, rows));
 }
 
-void validate_inputs(const ProfileInputs& in) {
-  if (!in.timeline || !in.attribution || !in.coverage)
-    throw OutputError("a timeline, its attribution and its coverage are required");
-  const Timeline& tl = *in.timeline;
+// The tables the timeline alone fills (kernels, launches), which may be written before attribution.
+void validate_timeline_tables(const Timeline& tl) {
   const KernelTable& k = tl.kernels;
   check_columns("kernels", k.size(), k.kind, k.name, k.mangled, k.pid, k.device, k.context, k.stream, k.start_ns,
                 k.end_ns, k.grid, k.block, k.correlation, k.external_id, k.graph_id, k.graph_node,
                 k.registers_per_thread, k.shared_mem_bytes, k.bytes);
   const LaunchTable& l = tl.launches;
   check_columns("launches", l.size(), l.api, l.pid, l.tid, l.cpu_start_ns, l.cpu_end_ns, l.correlation, l.external_id);
+}
+
+void validate_inputs(const ProfileInputs& in) {
+  if (!in.timeline || !in.attribution || !in.coverage)
+    throw OutputError("a timeline, its attribution and its coverage are required");
+  const Timeline& tl = *in.timeline;
+  const KernelTable& k = tl.kernels;
   const RangeTable& r = tl.ranges;
   check_columns("ranges", r.size(), r.kind, r.scope, r.text, r.domain, r.pid, r.owner, r.device, r.start_ns, r.end_ns,
                 r.external_id, r.depth);
@@ -114,16 +121,24 @@ void validate_inputs(const ProfileInputs& in) {
 
 class Writer {
  public:
-  Writer(sqlite::Database& db, const ProfileInputs& in)
+  // strings: the timeline's strings as a snapshot when the timeline's own tables are written while the
+  // timeline is attributed (which interns strings meanwhile); null to read the string table itself.
+  Writer(sqlite::Database& db, const ProfileInputs& in, const std::vector<std::string_view>* strings = nullptr)
       : db_(db),
         in_(in),
         tl_(*in.timeline),
+        strings_(strings),
         max_parameters_(static_cast<std::size_t>(sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1))) {}
 
-  void write() {
-    write_meta();
+  // The tables that only the timeline fills.
+  void write_timeline_tables() {
     write_kernels();
     write_launches();
+  }
+
+  // The rest, once the timeline is attributed.
+  void write_attributed_tables() {
+    write_meta();
     write_ranges();
     write_attribution();
     write_metrics();
@@ -143,12 +158,13 @@ class Writer {
   // The text of an interned string, checked against the string table: an id from another timeline
   // would otherwise read outside the table.
   std::string_view text(StrId id, std::string_view table, std::size_t row, std::string_view column) const {
-    if (id >= tl_.strings.size())
+    const std::size_t strings = strings_ ? strings_->size() : tl_.strings.size();
+    if (id >= strings)
       throw OutputError(fmt::format(
           "{} row {}: {} has string id {}, but the timeline's string table has {} "
           "strings",
-          table, row, column, id, tl_.strings.size()));
-    return tl_.str(id);
+          table, row, column, id, strings));
+    return strings_ ? (*strings_)[id] : tl_.str(id);
   }
   // Binds an interned string, or NULL for kNoString (unknown).
   void bind_str(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
@@ -576,6 +592,7 @@ class Writer {
   sqlite::Database& db_;
   const ProfileInputs& in_;
   const Timeline& tl_;
+  const std::vector<std::string_view>* strings_;
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
 };
 
@@ -605,42 +622,109 @@ void remove_quietly(const std::string& path) { (void)std::remove(path.c_str()); 
 
 }  // namespace
 
-void write_profile_db(const std::string& path, const ProfileInputs& in) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  try {
-    validate_inputs(in);
-    // A file left by an earlier process with the same pid would otherwise be opened and appended to.
-    remove_quietly(tmp);
-    {
-      sqlite::Database db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
-      // page_size must precede the first table; the rest trade crash safety of the invisible temporary
-      // file for speed (see the top of this file).
-      db.exec(fmt::format(
-          "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-          "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
-          "PRAGMA application_id = {}; PRAGMA user_version = {};",
-          kPageSize, kProfileApplicationId, kProfileSchemaVersion));
-      db.exec("BEGIN");
-      db.exec(embedded_file("profile_schema.sql"));
-      Writer(db, in).write();
-      db.exec("COMMIT");
-      db.close();
+struct ProfileDbWriter::State {
+  std::string path;
+  std::string tmp;
+  std::unique_ptr<sqlite::Database> db;
+  const Timeline* timeline = nullptr;
+  std::vector<std::string_view> strings;  // the timeline's strings when the helper started
+  std::thread helper;                     // writes the timeline's tables
+  std::exception_ptr helper_error;
+  bool published = false;
+
+  // SQLite and output errors name the database; others pass as they are.
+  [[noreturn]] void fail(std::exception_ptr error) const {
+    try {
+      std::rethrow_exception(error);
+    } catch (const sqlite::SqliteError& e) {
+      throw OutputError(fmt::format("cannot write profile database {}: SQLite: {}", path, e.what()));
+    } catch (const OutputError& e) {
+      throw OutputError(fmt::format("cannot write profile database {}: {}", path, e.what()));
     }
-    fsync_file(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", tmp, path)));
-  } catch (const sqlite::SqliteError& e) {
-    remove_quietly(tmp);
-    throw OutputError(fmt::format("cannot write profile database {}: SQLite: {}", path, e.what()));
-  } catch (const OutputError& e) {
-    remove_quietly(tmp);
-    throw OutputError(fmt::format("cannot write profile database {}: {}", path, e.what()));
-  } catch (...) {
-    remove_quietly(tmp);
-    throw;
   }
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+};
+
+ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background)
+    : s_(std::make_unique<State>()) {
+  s_->path = path;
+  s_->tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  s_->timeline = &timeline;
+  try {
+    validate_timeline_tables(timeline);
+    // A file left by an earlier process with the same pid would otherwise be opened and appended to.
+    remove_quietly(s_->tmp);
+    s_->db = std::make_unique<sqlite::Database>(s_->tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                             SQLITE_OPEN_NOMUTEX);
+    // page_size must precede the first table; the rest trade crash safety of the invisible temporary
+    // file for speed (see the top of this file).
+    s_->db->exec(fmt::format(
+        "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+        "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
+        "PRAGMA application_id = {}; PRAGMA user_version = {};",
+        kPageSize, kProfileApplicationId, kProfileSchemaVersion));
+    s_->db->exec("BEGIN");
+    s_->db->exec(embedded_file("profile_schema.sql"));
+  } catch (...) {
+    s_->db.reset();
+    remove_quietly(s_->tmp);
+    s_->fail(std::current_exception());
+  }
+  auto write_timeline_tables = [state = s_.get()] {
+    try {
+      ProfileInputs in;
+      in.timeline = state->timeline;
+      Writer(*state->db, in, &state->strings).write_timeline_tables();
+    } catch (...) {
+      state->helper_error = std::current_exception();
+    }
+  };
+  // The views point into the string table's arena, which never moves; only the list of them grows.
+  for (StrId id = 0; id < timeline.strings.size(); ++id) s_->strings.push_back(timeline.str(id));
+  if (background)
+    s_->helper = std::thread(write_timeline_tables);
+  else
+    write_timeline_tables();
+}
+
+ProfileDbWriter::~ProfileDbWriter() {
+  if (s_->helper.joinable()) s_->helper.join();
+  if (!s_->published) {
+    s_->db.reset();
+    remove_quietly(s_->tmp);
+  }
+}
+
+void ProfileDbWriter::finish(const ProfileInputs& in) {
+  if (s_->helper.joinable()) s_->helper.join();
+  try {
+    if (s_->helper_error) std::rethrow_exception(s_->helper_error);
+    if (in.timeline != s_->timeline) throw OutputError("the profile's timeline is not the one its tables were written from");
+    validate_inputs(in);
+    Writer(*s_->db, in).write_attributed_tables();
+    s_->db->exec("COMMIT");
+    s_->db->close();
+    s_->db.reset();
+    fsync_file(s_->tmp);
+    if (std::rename(s_->tmp.c_str(), s_->path.c_str()) != 0)
+      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", s_->tmp, s_->path)));
+  } catch (...) {
+    s_->db.reset();
+    remove_quietly(s_->tmp);
+    s_->fail(std::current_exception());
+  }
+  s_->published = true;
+  std::filesystem::path dir = std::filesystem::path(s_->path).parent_path();
   fsync_directory(dir.empty() ? std::string(".") : dir.string());
+}
+
+void write_profile_db(const std::string& path, const ProfileInputs& in) {
+  try {
+    validate_inputs(in);  // before the temporary file is created
+  } catch (const OutputError& e) {
+    throw OutputError(fmt::format("cannot write profile database {}: {}", path, e.what()));
+  }
+  ProfileDbWriter writer(path, *in.timeline, /*background=*/false);
+  writer.finish(in);
 }
 
 }  // namespace opprof

@@ -1,8 +1,9 @@
 #pragma once
 // The profile database: SQLite, one versioned schema (docs/schema.md), written atomically. Every report
 // reads only this file.
-#include <map>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,24 @@ struct ProfileInputs {
 // the same directory and renamed over path at the end; on any failure the temporary is removed, path
 // is left as it was, and OutputError is thrown.
 void write_profile_db(const std::string& path, const ProfileInputs& in);
+
+// The same in two steps, so that the database write overlaps attribution: the constructor creates the
+// temporary file and writes the tables the timeline alone fills (kernels, kernel names, launches), on a
+// helper thread when background is set, reading the strings from a snapshot (attribution may intern
+// more meanwhile; it must not change the kernel and launch tables). finish() writes the rest and publishes
+// the file; without finish() the destructor removes the temporary. Throws OutputError as above.
+class ProfileDbWriter {
+ public:
+  ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background);
+  ~ProfileDbWriter();
+  ProfileDbWriter(const ProfileDbWriter&) = delete;
+  ProfileDbWriter& operator=(const ProfileDbWriter&) = delete;
+  // in.timeline must be the timeline given to the constructor.
+  void finish(const ProfileInputs& in);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace opprof
