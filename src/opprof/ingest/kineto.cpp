@@ -204,12 +204,10 @@ struct IdValue {
 };
 
 struct EventArgs {
-  std::uint64_t external_id = 0;
-  std::uint64_t correlation = 0;
-  std::uint64_t context = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t graph_id = 0;
-  std::uint64_t graph_node = 0;
+  // The framework operator's id, CUPTI's link of a launch to its activity, the CUDA context.
+  std::uint64_t external_id = 0, correlation = 0, context = 0;
+  std::uint64_t graph_id = 0, graph_node = 0;  // kernels a CUDA graph launched
+  std::uint64_t bytes = 0;                     // memcpy / memset size
   std::optional<std::uint64_t> device;
   std::optional<std::uint64_t> stream;
   Dim3 grid, block;
@@ -305,6 +303,53 @@ struct EventBatch {
   }
 };
 
+// An event's keys that opprof reads, told apart by their first byte, then compared whole.
+enum class EventKey : std::uint8_t { kPh, kCat, kName, kPid, kTid, kTs, kDur, kId, kArgs, kOther };
+
+EventKey event_key(const char* raw) {
+  auto either = [&](const auto& word, EventKey k) { return key_is(raw, word) ? k : EventKey::kOther; };
+  switch (raw[0]) {
+    case 'p': return key_is(raw, "ph") ? EventKey::kPh : either("pid", EventKey::kPid);
+    case 'c': return either("cat", EventKey::kCat);
+    case 'n': return either("name", EventKey::kName);
+    case 't': return key_is(raw, "ts") ? EventKey::kTs : either("tid", EventKey::kTid);
+    case 'd': return either("dur", EventKey::kDur);
+    case 'i': return either("id", EventKey::kId);
+    case 'a': return either("args", EventKey::kArgs);
+    default: return EventKey::kOther;
+  }
+}
+
+// The argument keys opprof reads, told apart by their first byte, then compared whole.
+enum class ArgKey : std::uint8_t {
+  kExternalId, kSequenceNumber, kFwdThreadId, kCorrelation, kContext, kDevice, kStream, kSharedMemory,
+  kRegisters, kGrid, kBlock, kGraphId, kGraphNodeId, kBytes, kName, kLabels,
+  kIgnored,            // another key starting like one of those: read on
+  kAfterAutogradLink,  // another "S..." or "F..." key: past the autograd link torch writes after the External id
+  kOther,              // any other key: an operator's shapes and the like, which follow what opprof reads
+};
+
+ArgKey arg_key(const char* raw) {
+  auto either = [&](const auto& word, ArgKey k) { return key_is(raw, word) ? k : ArgKey::kIgnored; };
+  switch (raw[0]) {
+    case 'E': return either("External id", ArgKey::kExternalId);
+    case 'R': return ArgKey::kIgnored;  // "Record function id", between the External id and the sequence number
+    case 'S': return key_is(raw, "Sequence number") ? ArgKey::kSequenceNumber : ArgKey::kAfterAutogradLink;
+    case 'F': return key_is(raw, "Fwd thread id") ? ArgKey::kFwdThreadId : ArgKey::kAfterAutogradLink;
+    case 'c': return key_is(raw, "correlation") ? ArgKey::kCorrelation : either("context", ArgKey::kContext);
+    case 'd': return either("device", ArgKey::kDevice);
+    case 's': return key_is(raw, "stream") ? ArgKey::kStream : either("shared memory", ArgKey::kSharedMemory);
+    case 'g':
+      if (key_is(raw, "grid")) return ArgKey::kGrid;
+      return key_is(raw, "graph id") ? ArgKey::kGraphId : either("graph node id", ArgKey::kGraphNodeId);
+    case 'b': return key_is(raw, "block") ? ArgKey::kBlock : either("bytes", ArgKey::kBytes);
+    case 'r': return either("registers per thread", ArgKey::kRegisters);
+    case 'n': return either("name", ArgKey::kName);
+    case 'l': return either("labels", ArgKey::kLabels);
+    default: return ArgKey::kOther;
+  }
+}
+
 // Parses the events of one batch at a time; one per worker thread.
 class EventParser {
  public:
@@ -345,6 +390,17 @@ class EventParser {
   // kUpToAutogradLink: the External id and the "Sequence number" / "Fwd thread id" that torch writes right
   // after it (and after "Record function id") on operators that autograd records.
   enum class ArgsNeeded { kAll, kUpToExternalId, kUpToAutogradLink, kUpToCorrelation };
+  static bool reading_stops_after(ArgKey key, ArgsNeeded needed, const EventArgs& args) {
+    switch (needed) {
+      case ArgsNeeded::kAll: return false;
+      case ArgsNeeded::kUpToExternalId: return key == ArgKey::kExternalId;
+      case ArgsNeeded::kUpToCorrelation: return key == ArgKey::kCorrelation;
+      case ArgsNeeded::kUpToAutogradLink:
+        return key == ArgKey::kFwdThreadId || key == ArgKey::kAfterAutogradLink ||
+               (key == ArgKey::kOther && args.external_id != 0);
+    }
+    return false;
+  }
   void parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args);
   void read_id(od::value& value, std::size_t start, IdValue& out);
   std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
@@ -519,77 +575,41 @@ void EventParser::parse_args(od::value& value, std::size_t start, ArgsNeeded nee
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) fail_json(value, start, e, "in \"args\": ");
-    const char* raw = reinterpret_cast<const char*>(field.key().raw());
+    const ArgKey key = arg_key(reinterpret_cast<const char*>(field.key().raw()));
     od::value& v = field.value();
     std::uint64_t n = 0;
-    switch (raw[0]) {
-      case 'E':
-        if (key_is(raw, "External id")) {
-          read_uint(v, start, args.external_id);
-          if (needed == ArgsNeeded::kUpToExternalId) return;
-        }
+    switch (key) {
+      case ArgKey::kExternalId: read_uint(v, start, args.external_id); break;
+      case ArgKey::kSequenceNumber:
+        if (read_uint(v, start, n)) args.sequence_nr = static_cast<std::int64_t>(n);
         break;
-      case 'R': break;  // "Record function id", between the External id and the sequence number
-      case 'S':
-        if (key_is(raw, "Sequence number")) {
-          if (read_uint(v, start, n)) args.sequence_nr = static_cast<std::int64_t>(n);
-        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
-          return;
-        }
+      case ArgKey::kFwdThreadId: read_uint(v, start, args.forward_thread); break;
+      case ArgKey::kCorrelation: read_uint(v, start, args.correlation); break;
+      case ArgKey::kContext: read_uint(v, start, args.context); break;
+      case ArgKey::kDevice:
+        if (read_uint(v, start, n)) args.device = n;
         break;
-      case 'F':
-        if (key_is(raw, "Fwd thread id")) {
-          read_uint(v, start, args.forward_thread);
-          if (needed == ArgsNeeded::kUpToAutogradLink) return;
-        } else if (needed == ArgsNeeded::kUpToAutogradLink) {
-          return;
-        }
+      case ArgKey::kStream:
+        if (read_uint(v, start, n)) args.stream = n;
         break;
-      case 'c':
-        if (key_is(raw, "correlation")) {
-          read_uint(v, start, args.correlation);
-          if (needed == ArgsNeeded::kUpToCorrelation) return;
-        } else if (key_is(raw, "context")) {
-          read_uint(v, start, args.context);
-        }
+      case ArgKey::kSharedMemory:
+        if (read_uint(v, start, n)) args.shared_mem = to_u32(n);
         break;
-      case 'd':
-        if (key_is(raw, "device") && read_uint(v, start, n)) args.device = n;
+      case ArgKey::kRegisters:
+        if (read_uint(v, start, n)) args.registers = to_u32(n);
         break;
-      case 's':
-        if (key_is(raw, "stream") && read_uint(v, start, n))
-          args.stream = n;
-        else if (key_is(raw, "shared memory") && read_uint(v, start, n))
-          args.shared_mem = to_u32(n);
-        break;
-      case 'g':
-        if (key_is(raw, "grid"))
-          read_dim3(v, start, args.grid);
-        else if (key_is(raw, "graph id"))
-          read_uint(v, start, args.graph_id);
-        else if (key_is(raw, "graph node id"))
-          read_uint(v, start, args.graph_node);
-        break;
-      case 'b':
-        if (key_is(raw, "block"))
-          read_dim3(v, start, args.block);
-        else if (key_is(raw, "bytes"))
-          read_uint(v, start, args.bytes);
-        break;
-      case 'r':
-        if (key_is(raw, "registers per thread") && read_uint(v, start, n)) args.registers = to_u32(n);
-        break;
-      case 'n':
-        if (key_is(raw, "name")) args.name = read_string(v, start);
-        break;
-      case 'l':
-        if (key_is(raw, "labels")) args.labels = read_string(v, start);
-        break;
-      default:
-        // Past the External id, any other key ends what an operator needs (its shapes follow).
-        if (needed == ArgsNeeded::kUpToAutogradLink && args.external_id != 0) return;
-        break;
+      case ArgKey::kGrid: read_dim3(v, start, args.grid); break;
+      case ArgKey::kBlock: read_dim3(v, start, args.block); break;
+      case ArgKey::kGraphId: read_uint(v, start, args.graph_id); break;
+      case ArgKey::kGraphNodeId: read_uint(v, start, args.graph_node); break;
+      case ArgKey::kBytes: read_uint(v, start, args.bytes); break;
+      case ArgKey::kName: args.name = read_string(v, start); break;
+      case ArgKey::kLabels: args.labels = read_string(v, start); break;
+      case ArgKey::kIgnored:
+      case ArgKey::kAfterAutogradLink:
+      case ArgKey::kOther: break;
     }
+    if (reading_stops_after(key, needed, args)) return;
   }
 }
 
@@ -607,69 +627,42 @@ bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
   for (auto field_result : obj) {
     od::field field;
     if (auto e = std::move(field_result).get(field)) fail_json(doc, start, e, "");
-    const char* raw = reinterpret_cast<const char*>(field.key().raw());
     od::value& v = field.value();
-    switch (raw[0]) {
-      case 'p':
-        if (key_is(raw, "ph")) {
-          ev.ph = read_string(v, start);
-          seen |= kPh;
-          if (skipped_early(ev)) return false;
-        } else if (key_is(raw, "pid")) {
-          read_id(v, start, ev.pid);
-          seen |= kPid;
-        }
+    switch (event_key(reinterpret_cast<const char*>(field.key().raw()))) {
+      case EventKey::kPh:
+        ev.ph = read_string(v, start);
+        seen |= kPh;
+        if (skipped_early(ev)) return false;
         break;
-      case 'c':
-        if (key_is(raw, "cat")) {
-          ev.cat = read_string(v, start);
-          ev.has_cat = true;
-          ev.cls = class_of(ev.cat);
-          seen |= kCat;
-          if (skipped_early(ev)) return false;
-        }
+      case EventKey::kCat:
+        ev.cat = read_string(v, start);
+        ev.has_cat = true;
+        ev.cls = class_of(ev.cat);
+        seen |= kCat;
+        if (skipped_early(ev)) return false;
         break;
-      case 'n':
-        if (key_is(raw, "name")) {
-          ev.name = read_string(v, start);
-          seen |= kName;
-        }
-        break;
-      case 'i':
-        if (key_is(raw, "id")) read_uint(v, start, ev.flow_id);
-        break;
-      case 't':
-        if (key_is(raw, "ts")) {
-          ev.ts = read_time(v, start, "ts");
-          seen |= kTs;
-        } else if (key_is(raw, "tid")) {
-          read_id(v, start, ev.tid);
-          seen |= kTid;
-        }
-        break;
-      case 'd':
-        if (key_is(raw, "dur")) {
-          ev.dur = read_time(v, start, "dur");
-          seen |= kDur;
-        }
-        break;
-      case 'a':
-        if (key_is(raw, "args")) {
-          ArgsNeeded needed = ArgsNeeded::kAll;
-          if (ev.has_cat) {
-            switch (ev.cls) {
-              case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
-              case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
-              case EventClass::kRuntime:
-              case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
-              default: break;
-            }
+      case EventKey::kName: ev.name = read_string(v, start), seen |= kName; break;
+      case EventKey::kPid: read_id(v, start, ev.pid), seen |= kPid; break;
+      case EventKey::kTid: read_id(v, start, ev.tid), seen |= kTid; break;
+      case EventKey::kTs: ev.ts = read_time(v, start, "ts"), seen |= kTs; break;
+      case EventKey::kDur: ev.dur = read_time(v, start, "dur"), seen |= kDur; break;
+      case EventKey::kId: read_uint(v, start, ev.flow_id); break;
+      case EventKey::kArgs: {
+        ArgsNeeded needed = ArgsNeeded::kAll;
+        if (ev.has_cat) {
+          switch (ev.cls) {
+            case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
+            case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
+            case EventClass::kRuntime:
+            case EventClass::kDriver: needed = ArgsNeeded::kUpToCorrelation; break;
+            default: break;
           }
-          parse_args(v, start, needed, ev.args);
-          if (seen == kAll) return true;
         }
+        parse_args(v, start, needed, ev.args);
+        if (seen == kAll) return true;
         break;
-      default: break;
+      }
+      case EventKey::kOther: break;
     }
   }
   return true;
@@ -768,6 +761,10 @@ class KinetoReader {
   }
 
   // ---- top level ------------------------------------------------------------------------------
+  // Walks the items of the object or array whose opening bracket is at p_, checking the commas between
+  // them (item names one in the errors), and calls read_item(first) at each item's first byte.
+  template <class ReadItem>
+  void read_items(char close, std::string_view truncated, std::string_view item, ReadItem&& read_item);
   void read_top_object();
   void read_event_array();
   std::string read_key();
@@ -944,23 +941,28 @@ void KinetoReader::reserve_tables() {
   tl_.ranges.reserve(static_cast<std::size_t>(expected / 450));
 }
 
-void KinetoReader::read_top_object() {
-  ++p_;  // '{'
-  bool first = true;
-  for (;;) {
-    if (!skip_ws()) fail_at(in_.size(), kTruncatedTop);
-    char c = in_.data()[p_];
-    if (c == '}') {  // a '}' right after a ',' is caught below as a missing key
+template <class ReadItem>
+void KinetoReader::read_items(char close, std::string_view truncated, std::string_view item, ReadItem&& read_item) {
+  ++p_;  // the opening bracket
+  for (bool first = true;; first = false) {
+    if (!skip_ws()) fail_at(in_.size(), truncated);
+    const char c = in_.data()[p_];
+    if (c == close) {  // one right after a ',' is left to read_item to name
       ++p_;
-      break;
+      return;
     }
     if (!first) {
-      if (c != ',')
-        fail_at(p_, fmt::format("expected ',' or '}}' after a top-level value, found {}", describe_byte(c)));
+      if (c != ',') fail_at(p_, fmt::format("expected ',' or '{}' after {}, found {}", close, item, describe_byte(c)));
       ++p_;
-      if (!skip_ws()) fail_at(in_.size(), kTruncatedTop);
-      c = in_.data()[p_];
+      if (!skip_ws()) fail_at(in_.size(), truncated);
     }
+    read_item(first);
+  }
+}
+
+void KinetoReader::read_top_object() {
+  read_items('}', kTruncatedTop, "a top-level value", [&](bool) {
+    const char c = in_.data()[p_];
     if (c != '"')
       fail_at(p_, fmt::format("expected a key string in the trace's top-level object, found {}", describe_byte(c)));
     const std::string key = read_key();
@@ -977,8 +979,7 @@ void KinetoReader::read_top_object() {
     } else {
       read_top_value(key);
     }
-    first = false;
-  }
+  });
   if (skip_ws()) fail_at(p_, "unexpected data after the end of the trace's top-level object");
 }
 
@@ -997,15 +998,14 @@ std::string KinetoReader::read_key() {
     if (c == '"') break;
     if (c == '\\' && i + 1 < in_.size()) {
       const char e = in_.data()[i + 1];
-      switch (e) {
-        case 'n': key.push_back('\n'); break;
-        case 't': key.push_back('\t'); break;
-        case 'r': key.push_back('\r'); break;
-        case 'b': key.push_back('\b'); break;
-        case 'f': key.push_back('\f'); break;
-        case 'u': key.append("\\u"); break;  // kept as written; no key opprof reads needs it
-        default: key.push_back(e); break;
-      }
+      // JSON's one-letter escapes; \u is kept as written, as no key opprof reads needs it.
+      static constexpr std::string_view kLetters = "ntrbf", kBytes = "\n\t\r\b\f";
+      if (e == 'u')
+        key.append("\\u");
+      else if (const std::size_t letter = kLetters.find(e); letter != std::string_view::npos)
+        key.push_back(kBytes[letter]);
+      else
+        key.push_back(e);
       i += 2;
       continue;
     }
@@ -1216,30 +1216,15 @@ void KinetoReader::parse_top_value(const std::string& key, std::string_view text
 // ---- the event array --------------------------------------------------------------------------
 
 void KinetoReader::read_event_array() {
-  ++p_;  // '['
-  bool first = true;
-  for (;;) {
-    if (!skip_ws()) fail_at(in_.size(), kTruncatedInArray);
-    char c = in_.data()[p_];
-    if (c == ']') {
-      ++p_;
-      finish_batches();
-      return;
-    }
-    if (!first) {
-      if (c != ',') fail_at(p_, fmt::format("expected ',' or ']' after an event, found {}", describe_byte(c)));
-      ++p_;
-      if (!skip_ws()) fail_at(in_.size(), kTruncatedInArray);
-      c = in_.data()[p_];
-      if (c != '{')
-        fail_at(p_, fmt::format("expected an event object ('{{') after ',', found {}", describe_byte(c)));
-    } else if (c != '{') {
-      fail_at(p_, fmt::format("expected an event object ('{{') or ']' in \"traceEvents\", found {}",
-                              describe_byte(c)));
-    }
+  read_items(']', kTruncatedInArray, "an event", [&](bool first) {
+    const char c = in_.data()[p_];
+    if (c != '{')
+      fail_at(p_, first ? fmt::format("expected an event object ('{{') or ']' in \"traceEvents\", found {}",
+                                      describe_byte(c))
+                        : fmt::format("expected an event object ('{{') after ',', found {}", describe_byte(c)));
     read_event();
-    first = false;
-  }
+  });
+  finish_batches();
 }
 
 void KinetoReader::read_event() {
