@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "synthetic_trace.hpp"
+#include "synthetic_tracer_log.hpp"
 
 int main(int argc, char** argv) {
   opprof::bench::SyntheticTraceOptions options;
@@ -25,8 +26,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--python-functions", options.python_functions, "also write python_function frames (with_stack)");
   app.add_option("--seed", options.seed, "random seed; the same seed writes the same trace")->capture_default_str();
+  bool tracer_log = false;
+  app.add_flag("--tracer-log", tracer_log,
+               "write an opprof tracer log (eager steps under the torch observer) instead; --kernels only");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (tracer_log) {
+      const auto s = opprof::bench::write_synthetic_tracer_log(options.kernels, options.output);
+      std::printf("wrote %s: %llu bytes, %llu records (%llu kernels)\n", options.output.c_str(),
+                  static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.records),
+                  static_cast<unsigned long long>(s.kernels));
+      return 0;
+    }
     const auto s = opprof::bench::write_synthetic_trace(options);
     std::printf("wrote %s: %llu bytes of JSON, %llu events (%llu GPU activities, %llu CPU ranges)\n", options.output.c_str(),
                 static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.events),
