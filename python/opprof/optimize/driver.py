@@ -202,11 +202,12 @@ def optimize(options: Options) -> Outcome:
 
     reference = session.outputs(rewrites.apply(session.model, session.inputs, [], compile="eager"))
     baseline_built = rewrites.apply(session.model, session.inputs, [], compile=options.compile)
-    noise = numerics.compare(reference[0], *_with_reference_grads(session.outputs(baseline_built), reference))
+    outputs, grads = session.outputs(baseline_built)
+    noise = numerics.compare(reference[0], outputs, reference[1], grads)
     exact_bound = max(options.exact_tolerance, NOISE_FACTOR * noise.worst_rel)
     log(f"baseline ({options.compile}) against eager FP32: {noise.text()}; exact-tier bound {exact_bound:.3g}")
     baseline = session.measure(baseline_built, "00_baseline")
-    del baseline_built
+    del baseline_built, outputs, grads
     _release()
 
     ctx = Context(compile=options.compile, train=options.train, allow_precision=options.allow_precision,
@@ -220,49 +221,24 @@ def optimize(options: Options) -> Outcome:
     applied: list[rewrites.Step] = []
     current = exact_only = baseline
     trials = []
+    interrupted = False
     for index, finding in enumerate(f for f in findings if f.step is not None):
         step = finding.step
         trial = Trial(step, finding)
         trials.append(trial)
+        if interrupted:
+            trial.verdict, trial.reason = "skipped", "interrupted before it was tried"
+            continue
         if options.only and step.name not in options.only:
             trial.verdict, trial.reason = "skipped", "not in --only"
             continue
         label = f"{index + 1:02d}_{step.name}"
         log(f"trying {step} on top of [{', '.join(map(str, applied))}]")
         try:
-            built = rewrites.apply(session.model, session.inputs, [*applied, step], compile=options.compile)
-            outputs, grads = session.outputs(built)
-        except Exception as exc:  # a rewrite that does not compile or run is rejected, with the reason
-            trial.verdict, trial.reason = "rejected", f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-            log(trial.reason)
-            _release()
-            continue
-        trial.changes = built.changes.get(step.name, []) if step.rewrite.mechanism == "FX pass" else [step.rewrite.does]
-        if not trial.changes:
-            trial.verdict, trial.reason = "rejected", "the pattern is not in the graph: the pass changed nothing"
-            del built
-            _release()
-            continue
-        trial.agreement = numerics.compare(reference[0], outputs, reference[1], grads)
-        trial.bound = exact_bound if step.rewrite.tier == rewrites.EXACT else options.tolerance
-        if not trial.agreement.within(trial.bound):
-            trial.verdict = "rejected"
-            trial.reason = f"numerics: max rel {trial.agreement.worst_rel:.3g} exceeds the {step.rewrite.tier}-tier bound {trial.bound:.3g}"
-            del built
-            _release()
-            continue
-        trial.measured = session.measure(built, label)
-        trial.kernel_speedup = speedup(_kernel_ns(current), _kernel_ns(trial.measured))
-        trial.wall_speedup = speedup(current.wall.median_ms, trial.measured.wall.median_ms)
-        ok, why = pays(current, trial.measured, options.min_gain)
-        trial.verdict, trial.reason = ("applied" if ok else "rejected"), why
-        if ok:
-            applied.append(step)
-            current = trial.measured
-            if step.rewrite.tier == rewrites.EXACT:
-                exact_only = current
-        log(f"{step}: {trial.verdict}: {why}; {trial.agreement.text()}")
-        del built
+            current, exact_only = _try(session, trial, reference, applied, current, exact_only, exact_bound, label)
+        except KeyboardInterrupt:  # a time limit: report what was measured so far
+            interrupted = True
+            trial.verdict, trial.reason = "skipped", "interrupted while it was tried"
         _release()
 
     outcome = Outcome(options, profile_path, findings, baseline, noise, trials, applied, current, exact_only)
@@ -273,9 +249,40 @@ def optimize(options: Options) -> Outcome:
     return outcome
 
 
-def _with_reference_grads(result: tuple[Any, Any], reference: tuple[Any, Any]) -> tuple[Any, Any, Any]:
-    """(outputs, grads) and the reference's grads, in numerics.compare's order after the reference outputs."""
-    return result[0], reference[1], result[1]
+def _try(session: Session, trial: Trial, reference: tuple[Any, Any], applied: list[rewrites.Step],
+         current: Measured, exact_only: Measured, exact_bound: float, label: str) -> tuple[Measured, Measured]:
+    """Builds, checks and measures one step on top of the applied ones, appending it to applied when it
+    pays. Returns the (current, exact-only) measurements after it."""
+    options, step = session.options, trial.step
+    try:
+        built = rewrites.apply(session.model, session.inputs, [*applied, step], compile=options.compile)
+        outputs, grads = session.outputs(built)
+    except Exception as exc:  # a rewrite that does not compile or run is rejected, with the reason
+        trial.verdict, trial.reason = "rejected", f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        log(trial.reason)
+        return current, exact_only
+    trial.changes = built.changes.get(step.name, []) if step.rewrite.mechanism == "FX pass" else [step.rewrite.does]
+    if not trial.changes:
+        trial.verdict, trial.reason = "rejected", "the pattern is not in the graph: the pass changed nothing"
+        return current, exact_only
+    trial.agreement = numerics.compare(reference[0], outputs, reference[1], grads)
+    trial.bound = exact_bound if step.rewrite.tier == rewrites.EXACT else options.tolerance
+    if not trial.agreement.within(trial.bound):
+        trial.verdict = "rejected"
+        trial.reason = (f"numerics: max rel {trial.agreement.worst_rel:.3g} exceeds the {step.rewrite.tier}-tier "
+                        f"bound {trial.bound:.3g}")
+        return current, exact_only
+    del outputs, grads
+    trial.measured = session.measure(built, label)
+    trial.kernel_speedup = speedup(_kernel_ns(current), _kernel_ns(trial.measured))
+    trial.wall_speedup = speedup(current.wall.median_ms, trial.measured.wall.median_ms)
+    ok, why = pays(current, trial.measured, options.min_gain)
+    trial.verdict, trial.reason = ("applied" if ok else "rejected"), why
+    log(f"{step}: {trial.verdict}: {why}; {trial.agreement.text()}")
+    if not ok:
+        return current, exact_only
+    applied.append(step)
+    return trial.measured, (trial.measured if step.rewrite.tier == rewrites.EXACT else exact_only)
 
 
 def diff_profiles(before: Measured, after: Measured) -> str:
