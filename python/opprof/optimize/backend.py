@@ -33,11 +33,15 @@ def fx_pass(name: str) -> passes.Pass:
 
 def refresh_meta(gm: fx.GraphModule, inputs: Sequence[Any]) -> None:
     """Records every node's (fake) value again, so that a pass sees the shapes and dtypes of what an
-    earlier pass inserted."""
+    earlier pass inserted. Where fake propagation cannot run a node, the values recorded up to it stand and
+    the rest keep Dynamo's: a pass skips a node whose value it does not know."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*inputs)
+    try:
+        FakeTensorProp(gm, FakeTensorMode(allow_non_fake_inputs=True)).propagate(*inputs)
+    except Exception:  # noqa: BLE001 - see the docstring: partial values are still right
+        pass
 
 
 def make_backend(pass_names: Sequence[str], inductor_options: dict[str, Any] | None = None,
