@@ -140,8 +140,9 @@ def rnn_on_cudnn(ev: Evidence, ctx: Context) -> list[Finding]:
                  "step and gate; keeping the module on cuDNN runs it as one fused RNN call"]
         counters = ev.counters(gemms)
         if counters is not None:
-            lines.append(f"tensor pipe {counters['tensor_pipe_pct']:.1f} % active over those GEMMs "
-                         f"(FP32 FLOPs {counters['fp32_flops']:.3g}, tensor-core FLOPs {counters['tensor_flops']:.3g})")
+            tensor = counters["tensor_flops"]
+            lines.append(f"tensor pipe {counters['tensor_pipe_pct']:.1f} % active over those GEMMs (FP32 FLOPs "
+                         f"{counters['fp32_flops']:.3g}, tensor-core FLOPs {'not measured' if tensor is None else f'{tensor:.3g}'})")
         findings.append(Finding("rnn_unrolled", lines, Step("rnn_cudnn", (path,))))
     return findings
 
