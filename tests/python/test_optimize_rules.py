@@ -201,3 +201,46 @@ def test_saved_code_applies_the_steps(tmp_path):
     torch._dynamo.reset()
     assert torch.allclose(namespace["optimize"](model)(x), expected, atol=1e-6)
     torch._dynamo.reset()
+
+
+def test_the_loop_retries_a_rewrite_together_with_the_one_that_makes_its_pattern(tmp_path, monkeypatch):
+    """attention_to_sdpa alone does not pay (measured), causal_sdpa alone finds no SDPA; together they pay.
+    The workload and the numerics are real (CPU, Dynamo with the eager backend); the profile, the rules'
+    findings and the measured times are given."""
+    import opprof
+    from opprof.optimize.rules import Finding
+
+    workload = tmp_path / "tiny_attention.py"
+    workload.write_text(
+        "import sys\nsys.path.insert(0, %r)\nimport attention_block\n\n"
+        "def get_model_and_input(device=None):\n"
+        "    return attention_block.get_model_and_input('cpu', batch=2, seq=16, width=32, heads=4)\n" % str(REPO / "examples"))
+    kernel_us = {(): 1000, ("attention_to_sdpa",): 1000, ("attention_to_sdpa", "causal_sdpa"): 600}
+
+    class NoProfile:
+        meta = {}
+
+        def __getitem__(self, name):
+            return pd.DataFrame({"kind": [], "duration_ns": []})
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(driver, "run_baseline_profile", lambda options: "given.db")
+    monkeypatch.setattr(opprof, "load", lambda path: NoProfile())
+    monkeypatch.setattr(driver, "run_rules", lambda frames, ctx: [
+        Finding("hand_written_attention", ["given"], Step("attention_to_sdpa")),
+        Finding("explicit_mask", ["given"], Step("causal_sdpa"))])
+    monkeypatch.setattr(driver.Session, "measure",
+                        lambda self, built, label: measured(kernel_us[tuple(s.name for s in built.steps)], 1.0))
+    o = driver.optimize(driver.Options(workload=str(workload), out=tmp_path / "out", compile="eager", device="cpu",
+                                       steps=2, profile_steps=1))
+    verdicts = [(str(t.step), [str(s) for s in t.together], t.verdict, t.reason.split(":")[0]) for t in o.trials]
+    assert verdicts == [("attention_to_sdpa", [], "rejected", "does not pay"),
+                        ("causal_sdpa", [], "rejected", "the pattern is not in the graph"),
+                        ("causal_sdpa", ["attention_to_sdpa"], "applied", "kernel time 1.667x, wall 1.000x")]
+    assert [str(s) for s in o.applied] == ["attention_to_sdpa", "causal_sdpa"]
+    assert o.trials[-1].agreement.within(1e-5)
+    assert "together with attention_to_sdpa" in report.write_reports(o)
+    torch_ = pytest.importorskip("torch")
+    torch_._dynamo.reset()

@@ -23,6 +23,8 @@ from opprof.optimize.measure import KernelTime, Timing, kernel_time, wall_time
 from opprof.optimize.rules import Context, Finding, run_rules
 
 NOISE_FACTOR = 10.0
+NOT_IN_GRAPH = "the pattern is not in the graph"
+NOT_PAYING = "does not pay"
 
 
 def log(message: str) -> None:
@@ -69,9 +71,15 @@ class Trial:
     measured: Measured | None = None
     kernel_speedup: float | None = None  # against the state before this step
     wall_speedup: float | None = None
+    together: list[rewrites.Step] = field(default_factory=list)  # earlier steps retried with this one
+
+    @property
+    def steps(self) -> list[rewrites.Step]:
+        return [*self.together, self.step]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rewrite": str(self.step), "tier": self.step.rewrite.tier, "mechanism": self.step.rewrite.mechanism,
+        return {"rewrite": str(self.step), "together_with": [str(t) for t in self.together],
+                "tier": self.step.rewrite.tier, "mechanism": self.step.rewrite.mechanism,
                 "finding": self.finding.as_dict(), "verdict": self.verdict, "reason": self.reason,
                 "changes": self.changes, "numerics": self.agreement.as_dict() if self.agreement else None,
                 "numerics_bound": self.bound, "measured": self.measured.as_dict() if self.measured else None,
@@ -188,7 +196,7 @@ def pays(before: Measured, after: Measured, min_gain: float) -> tuple[bool, str]
     if w >= 1 + min_gain and separated and (k is None or k >= 1 - min_gain):
         return True, f"wall {w:.3f}x (interquartile ranges apart)" + (f", kernel time {k:.3f}x" if k else "")
     figures = f"kernel time {k:.3f}x, wall {w:.3f}x" if k is not None else f"wall {w:.3f}x"
-    return False, f"does not pay: {figures} (needs >= {1 + min_gain:.2f}x)"
+    return False, f"{NOT_PAYING}: {figures} (needs >= {1 + min_gain:.2f}x)"
 
 
 def optimize(options: Options) -> Outcome:
@@ -222,6 +230,7 @@ def optimize(options: Options) -> Outcome:
     current = exact_only = baseline
     trials = []
     interrupted = False
+    deferred: list[rewrites.Step] = []  # FX rewrites that agreed numerically but did not pay alone
     for index, finding in enumerate(f for f in findings if f.step is not None):
         step = finding.step
         trial = Trial(step, finding)
@@ -236,6 +245,19 @@ def optimize(options: Options) -> Outcome:
         log(f"trying {step} on top of [{', '.join(map(str, applied))}]")
         try:
             current, exact_only = _try(session, trial, reference, applied, current, exact_only, exact_bound, label)
+            if trial.verdict == "rejected" and trial.reason.startswith(NOT_IN_GRAPH) and deferred:
+                # The pattern an earlier rewrite makes (causal_sdpa needs attention_to_sdpa's SDPA): the two
+                # may pay together where the first alone did not.
+                retry = Trial(step, finding, together=list(deferred))
+                trials.append(retry)
+                log(f"trying {step} together with [{', '.join(map(str, deferred))}]")
+                _release()
+                current, exact_only = _try(session, retry, reference, applied, current, exact_only, exact_bound,
+                                           label + "_together")
+                if retry.verdict == "applied":
+                    deferred.clear()
+            elif trial.verdict == "rejected" and trial.reason.startswith(NOT_PAYING) and step.rewrite.mechanism == "FX pass":
+                deferred.append(step)
         except KeyboardInterrupt:  # a time limit: report what was measured so far
             interrupted = True
             trial.verdict, trial.reason = "skipped", "interrupted while it was tried"
@@ -255,15 +277,18 @@ def _try(session: Session, trial: Trial, reference: tuple[Any, Any], applied: li
     pays. Returns the (current, exact-only) measurements after it."""
     options, step = session.options, trial.step
     try:
-        built = rewrites.apply(session.model, session.inputs, [*applied, step], compile=options.compile)
+        built = rewrites.apply(session.model, session.inputs, [*applied, *trial.steps], compile=options.compile)
         outputs, grads = session.outputs(built)
     except Exception as exc:  # a rewrite that does not compile or run is rejected, with the reason
         trial.verdict, trial.reason = "rejected", f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
         log(trial.reason)
         return current, exact_only
-    trial.changes = built.changes.get(step.name, []) if step.rewrite.mechanism == "FX pass" else [step.rewrite.does]
-    if not trial.changes:
-        trial.verdict, trial.reason = "rejected", "the pattern is not in the graph: the pass changed nothing"
+    def changes_of(s: rewrites.Step) -> list[str]:
+        return built.changes.get(s.name, []) if s.rewrite.mechanism == "FX pass" else [s.rewrite.does]
+
+    trial.changes = [c for s in trial.steps for c in changes_of(s)]
+    if not changes_of(step):
+        trial.verdict, trial.reason = "rejected", NOT_IN_GRAPH + ": the pass changed nothing"
         return current, exact_only
     trial.agreement = numerics.compare(reference[0], outputs, reference[1], grads)
     trial.bound = exact_bound if step.rewrite.tier == rewrites.EXACT else options.tolerance
@@ -281,7 +306,7 @@ def _try(session: Session, trial: Trial, reference: tuple[Any, Any], applied: li
     log(f"{step}: {trial.verdict}: {why}; {trial.agreement.text()}")
     if not ok:
         return current, exact_only
-    applied.append(step)
+    applied.extend(trial.steps)
     return trial.measured, (trial.measured if step.rewrite.tier == rewrites.EXACT else exact_only)
 
 

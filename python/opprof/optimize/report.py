@@ -39,7 +39,8 @@ def render_text(outcome: Any) -> str:
     lines += ["", "Rewrites tried (each on top of those applied before it)"]
     for t in outcome.trials:
         r = t.step.rewrite
-        lines.append(f"  [{t.verdict}] {t.step} ({r.tier} tier, {r.mechanism}): {t.reason}")
+        together = f" together with {', '.join(map(str, t.together))}" if t.together else ""
+        lines.append(f"  [{t.verdict}] {t.step}{together} ({r.tier} tier, {r.mechanism}): {t.reason}")
         lines += [f"      change: {c}" for c in t.changes]
         if t.agreement is not None:
             lines.append(f"      numerics: {t.agreement.text()} (bound: max rel {t.bound:.3g})")
@@ -111,7 +112,7 @@ def save_code(outcome: Any) -> str:
     lines = [f"Rewrites opprof optimize applied to {o.workload} ({stamp}), each measured and checked:"]
     for t in outcome.trials:
         if t.verdict == "applied":
-            lines.append(f"  {t.step}: {t.step.rewrite.does}; kernel time {_x(t.kernel_speedup)}, wall {_x(t.wall_speedup)}; "
+            lines.append(f"  {' + '.join(map(str, t.steps))}: {t.step.rewrite.does}; kernel time {_x(t.kernel_speedup)}, wall {_x(t.wall_speedup)}; "
                          f"{t.agreement.text() if t.agreement else ''}")
     if not outcome.applied:
         lines.append("  none paid; optimize(model) compiles the model unchanged")

@@ -73,6 +73,7 @@ class Built:
     model: Any
     inputs: Any
     tf32: bool
+    steps: tuple[Step, ...] = ()
     changes: dict[str, list[str]] = field(default_factory=dict)
 
     def flags(self) -> contextlib.AbstractContextManager:
@@ -141,4 +142,4 @@ def apply(model: Any, inputs: Any, steps: Sequence[Step], compile: str = "induct
         runner = torch.compile(model, backend=make_backend(fx_names, None, changes))
     else:
         runner = model
-    return Built(runner=runner, model=model, inputs=inputs, tf32=tf32, changes=changes)
+    return Built(runner=runner, model=model, inputs=inputs, tf32=tf32, steps=tuple(steps), changes=changes)

@@ -59,7 +59,7 @@ class Evidence:
     def __init__(self, frames: Mapping[str, Any]):
         kernels = frames["kernels"]
         self.kernels = kernels[kernels["kind"] == "kernel"].copy()
-        for column in ("op", "module", "fused_ops", "name", "opaque_backend"):
+        for column in ("op", "module", "fused_ops", "name", "opaque_backend", "fx_nodes", "source_line"):
             if column not in self.kernels:
                 self.kernels[column] = None
             self.kernels[column] = self.kernels[column].fillna("").astype(str)
@@ -120,7 +120,13 @@ def rnn_on_cudnn(ev: Evidence, ctx: Context) -> list[Finding]:
         {m for m in ev.kernels["module"] if re.search(r"(^|\.)(lstm|gru|rnn)\w*$", m, re.IGNORECASE)})
     findings = []
     for path in paths:
-        rows = ev.select(ev.under(path))
+        inside = ev.under(path)
+        if not inside.any():
+            # A compiled graph's kernels may carry the RNN call's FX node or source line without a module path.
+            leaf = re.escape(path.rpartition(".")[2])
+            inside = (ev.kernels["module"] == "") & (ev.kernels["fx_nodes"].str.contains(rf"\b{leaf}\b")
+                                                     | ev.kernels["source_line"].str.contains(rf"\.{leaf}\("))
+        rows = ev.select(inside)
         if rows.empty:
             continue
         opaque = rows[rows["opaque_backend"] != ""]
@@ -131,7 +137,7 @@ def rnn_on_cudnn(ev: Evidence, ctx: Context) -> list[Finding]:
                 f"{100 * ev.share(opaque):.1f} % of kernel time inside the opaque backend '{backend}': the recurrence "
                 "already runs as cuDNN's fused RNN; nothing to rewrite (TF32 for it is the precision tier's choice)"]))
             continue
-        gemms = ev.select(ev.under(path) & ev.gemms())
+        gemms = ev.select(inside & ev.gemms())
         per_step = len(gemms) / max(ctx.steps_in_profile, 1)
         if per_step < 32 or gemms["duration_ns"].mean() > 30_000:
             continue
