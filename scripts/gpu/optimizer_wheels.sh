@@ -9,5 +9,5 @@ PIP=${PIP:-.venv/bin/python -m pip}
 mkdir -p .deps/wheels
 $PIP download --quiet --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --no-deps -d .deps/wheels \
-  "pandas==2.2.3" "python-dateutil" "pytz" "tzdata" "six"
+  "pandas==2.2.3" "python-dateutil<3" "pytz" "tzdata" "six"
 ls -la .deps/wheels

@@ -34,7 +34,7 @@ class Timing:
 
 def summarize(samples_ms: list[float], clock: str) -> Timing:
     ordered = sorted(samples_ms)
-    quartiles = statistics.quantiles(ordered, n=4) if len(ordered) >= 2 else [ordered[0]] * 3
+    quartiles = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) >= 2 else [ordered[0]] * 3
     return Timing(statistics.median(ordered), quartiles[0], quartiles[2], ordered[0], ordered[-1], len(ordered), clock)
 
 
