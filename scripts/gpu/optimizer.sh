@@ -83,7 +83,8 @@ for spec in "${RUNS[@]}"; do
   rc=$?
   say "$name: rc $rc"
   if [[ -f "$WORK/$name/optimize_report.txt" ]]; then
-    sed -n '/^Rewrites tried/,/^opprof diff/p' "$WORK/$name/optimize_report.txt" | grep -E '^\s*\[|^  (applied|final|profiled|wall)' \
+    sed '/^opprof diff/,$d' "$WORK/$name/optimize_report.txt" \
+      | grep -E '^  (baseline|FP32 noise|applied|final|profiled|wall)|^  [a-z_]+ -> |^ +\[|^ +(numerics|speedup over)' \
       | sed "s/^/  $name /" >>"$SUMMARY"
   else
     tail -5 "$LOGS/$name.stderr" | sed "s/^/  $name stderr: /" >>"$SUMMARY"
