@@ -48,18 +48,10 @@ class AttentionBlock(nn.Module):
         return x + self.out_proj(attended.transpose(1, 2).reshape(batch, seq, width))
 
 
-def resolve_device(device: str | None = None) -> torch.device:
-    """An explicit device, else $OPPROF_DEVICE (set by opprof.capture), else CUDA when available."""
-    name = device or os.environ.get("OPPROF_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(name)
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device {name!r} was asked for but CUDA is not available")
-    return resolved
-
-
 def get_model_and_input(device: str | None = None, batch: int = BATCH, seq: int = SEQ, width: int = WIDTH,
                         heads: int = HEADS):
-    dev = resolve_device(device)
+    # An explicit device, else $OPPROF_DEVICE (set by opprof.capture), else CUDA when available.
+    dev = torch.device(device or os.environ.get("OPPROF_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(0)
     model = AttentionBlock(width, heads, seq).to(dev).eval()
     x = torch.randn(batch, seq, width, device=dev)

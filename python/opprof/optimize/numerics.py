@@ -52,14 +52,9 @@ def tensors_of(value: Any) -> list[Any]:
 
     if isinstance(value, torch.Tensor):
         return [value]
-    if isinstance(value, dict):
-        items = list(value.values())
-    elif isinstance(value, (tuple, list)):
-        items = list(value)
-    elif hasattr(value, "to_tuple"):
-        items = list(value.to_tuple())
-    else:
-        return []
+    if hasattr(value, "to_tuple"):
+        value = value.to_tuple()
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
     return [t for item in items for t in tensors_of(item)]
 
 
