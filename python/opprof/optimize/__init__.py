@@ -5,13 +5,9 @@ measured, and kept only when it pays.
   python -m opprof.optimize examples/attention_block.py --allow-precision bf16 --tolerance 1e-2
   opprof optimize examples/attention_block.py            # the same, from the CLI
 
-From Python: ``opprof.optimize.driver.optimize(Options(...))`` runs the loop; ``make_backend`` (a
-torch.compile backend running chosen passes) and ``rewrites.apply`` are what saved code calls. The parts:
-rules (evidence -> candidates), passes (the FX rewrites), rewrites (the catalog and how steps apply),
-numerics, measure, driver, report.
+From Python: ``opprof.optimize.driver.optimize(Options(...))`` runs the loop;
+``opprof.optimize.backend.make_backend`` (a torch.compile backend running chosen passes) and
+``opprof.optimize.rewrites.apply`` are what saved code calls. The parts: rules (evidence -> candidates),
+passes (the FX rewrites), rewrites (the catalog and how steps apply), numerics, measure, driver, report.
+Importing this package imports no torch: the driver sets the compile caches before torch reads them.
 """
-
-from opprof.optimize.backend import make_backend
-from opprof.optimize.rewrites import CATALOG, Step, apply
-
-__all__ = ["CATALOG", "Step", "apply", "make_backend"]

@@ -59,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
                       exact_tolerance=args.exact_tolerance, steps=args.steps, profile_steps=args.profile_steps,
                       min_gain=args.min_gain, device=args.device, skip_ncu=args.skip_ncu, metrics=args.metrics,
                       only=only)
-    outcome = optimize(options)
+    try:
+        outcome = optimize(options)
+    except RuntimeError as exc:  # the baseline profile failed (its output is above)
+        print(f"opprof optimize: error: {exc}", file=sys.stderr)
+        return 1
     print(write_reports(outcome), end="")
     return 0
 

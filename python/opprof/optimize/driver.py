@@ -112,7 +112,8 @@ def run_baseline_profile(options: Options) -> str:
     from opprof.engine import find_engine
 
     out = options.out / "baseline"
-    args = [str(find_engine()), "profile", options.workload, "--compile", options.compile, "-o", str(out)]
+    args = [str(find_engine()), "profile", options.workload, "--compile", options.compile, "-o", str(out),
+            "--python", sys.executable]
     if options.train:
         args.append("--train")
     if options.skip_ncu:
@@ -126,10 +127,22 @@ def run_baseline_profile(options: Options) -> str:
     return str(out / "profile.db")
 
 
+def reuse_compile_cache(options: Options, profile_path: str) -> None:
+    """When this run's `opprof profile` just compiled the same model, its Inductor and Triton caches hold the
+    kernels: compiling the variants against them saves their kernel compilation. Only before torch's import
+    reads the variables, and never over the user's own."""
+    cache = Path(profile_path).parent / "cache"
+    if options.profile or not cache.is_dir() or "torch" in sys.modules:
+        return
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
+    os.environ.setdefault("TRITON_CACHE_DIR", str(cache / "triton"))
+
+
 class Session:
     """The workload loaded once in this process; variants are built from its model."""
 
-    def __init__(self, options: Options):
+    def __init__(self, options: Options, profile_path: str):
+        reuse_compile_cache(options, profile_path)
         import torch
 
         from opprof.capture import call_get_model_and_input, load_workload
@@ -205,7 +218,7 @@ def optimize(options: Options) -> Outcome:
     options.out.mkdir(parents=True, exist_ok=True)
     profile_path = run_baseline_profile(options)
     profile = opprof.load(profile_path)
-    session = Session(options)
+    session = Session(options, profile_path)
     log(f"workload {options.workload} on {session.device} ({options.compile}, {'train' if options.train else 'inference'})")
 
     reference = session.outputs(rewrites.apply(session.model, session.inputs, [], compile="eager"))
