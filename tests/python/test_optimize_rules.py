@@ -244,3 +244,38 @@ def test_the_loop_retries_a_rewrite_together_with_the_one_that_makes_its_pattern
     assert "together with attention_to_sdpa" in report.write_reports(o)
     torch_ = pytest.importorskip("torch")
     torch_._dynamo.reset()
+
+
+H200 = REPO / "tests" / "fixtures" / "optimizer"  # kernels of the baseline profiles the H200 run took (README)
+
+
+def h200_kernels(name):
+    return {"kernels": pd.read_csv(H200 / f"{name}_baseline_kernels.csv", keep_default_na=True)}
+
+
+def test_h200_unrolled_lstm_is_found_and_sent_back_to_cudnn():
+    findings = run_rules(h200_kernels("lstm"), Context(compile="inductor", allow_precision="tf32",
+                                                      module_types={"lstm": "LSTM", "head": "Linear"}))
+    unrolled = by_rule(findings, "rnn_unrolled")
+    assert unrolled.step == Step("rnn_cudnn", ("lstm",))
+    assert unrolled.evidence[0] == "module lstm: GEMMs: 258 kernels, 1453.4 us (86.8 % of kernel time), mean 5.6 us"
+    assert [s.name for s in steps_of(findings)] == ["rnn_cudnn", "freezing", "cuda_graphs", "tf32"]
+
+
+def test_h200_attention_block_findings_in_order_with_the_tensor_pipe_idle():
+    types = {"q_proj": "Linear", "k_proj": "Linear", "v_proj": "Linear", "out_proj": "Linear", "norm": "LayerNorm"}
+    findings = run_rules(h200_kernels("attention"), Context(compile="inductor", allow_precision="bf16",
+                                                            module_types=types, wall_ms_per_step=0.611))
+    assert [s.name for s in steps_of(findings)] == ["fuse_projections", "attention_to_sdpa", "causal_sdpa", "freezing",
+                                                   "cuda_graphs", "bf16"]
+    gemms = by_rule(findings, "fp32_gemms").evidence
+    assert "85.1 % of kernel time" in gemms[0] and "(aten::mm 54.8 %, aten::bmm 30.3 %)" in gemms[0]
+    assert gemms[1].startswith("tensor pipe 0.0 % active") and "on tensor cores 0 (0.0 %)" in gemms[1]
+    assert "softmax kernels: 1 kernels, 33.8 us" in by_rule(findings, "hand_written_attention").evidence[0]
+
+
+def test_h200_gpt2_without_counters_still_proposes_the_allowed_precision():
+    findings = run_rules(h200_kernels("gpt2"), Context(compile="inductor", allow_precision="bf16", wall_ms_per_step=4.59))
+    gemms = by_rule(findings, "fp32_gemms")
+    assert gemms.step == Step("bf16") and "no ncu counters in this profile" in gemms.evidence[1]
+    assert [s.name for s in steps_of(findings)] == ["causal_sdpa", "freezing", "cuda_graphs", "bf16"]

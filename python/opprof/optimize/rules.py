@@ -62,7 +62,7 @@ class Evidence:
         for column in ("op", "module", "fused_ops", "name", "opaque_backend", "fx_nodes", "source_line"):
             if column not in self.kernels:
                 self.kernels[column] = None
-            self.kernels[column] = self.kernels[column].fillna("").astype(str)
+            self.kernels[column] = self.kernels[column].astype(object).fillna("").astype(str)
         self.total_ns = float(self.kernels["duration_ns"].sum())
 
     def select(self, mask: Any) -> Any:
@@ -142,8 +142,8 @@ def rnn_on_cudnn(ev: Evidence, ctx: Context) -> list[Finding]:
         if per_step < 32 or gemms["duration_ns"].mean() > 30_000:
             continue
         lines = [ev.describe(gemms, f"module {path}: GEMMs"),
-                 f"{per_step:.0f} GEMMs per step: the compiler unrolled the recurrence into one small GEMM per time "
-                 "step and gate; keeping the module on cuDNN runs it as one fused RNN call"]
+                 f"{per_step:.0f} GEMMs per step: the compiler unrolled the recurrence into small GEMMs, one per time "
+                 "step and layer at least; keeping the module on cuDNN runs it as one fused RNN call"]
         counters = ev.counters(gemms)
         if counters is not None:
             tensor = counters["tensor_flops"]
