@@ -15,6 +15,7 @@
 #include "opprof/pipeline/attribute.hpp"
 #include "opprof/report/diff_report.hpp"
 #include "opprof/report/text_layout.hpp"
+#include "opprof/report/units.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
 
@@ -29,8 +30,9 @@ std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES
 std::int64_t sql_int(const std::string& db, const std::string& sql, const std::string& other = "") {
   sqlite3* h = nullptr;
   EXPECT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  if (!other.empty())
+  if (!other.empty()) {
     EXPECT_EQ(sqlite3_exec(h, ("ATTACH '" + other + "' AS o").c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  }
   sqlite3_stmt* q = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(h, sql.c_str(), -1, &q, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
   std::int64_t v = -1;
@@ -131,7 +133,9 @@ TEST_F(Gpt2Profiles, TotalOperatorAndModuleTimesAreTheDatabasesOwn) {
   for (const DiffRow& r : d.families) {
     added += !r.in_base;
     removed += !r.in_new;
-    if (!r.in_base) EXPECT_EQ(r.new_ns, kernel_time(compiled(), "family = '" + r.key + "'")) << r.key;
+    if (!r.in_base) {
+      EXPECT_EQ(r.new_ns, kernel_time(compiled(), "family = '" + r.key + "'")) << r.key;
+    }
   }
   EXPECT_EQ(static_cast<std::int64_t>(added),
             sql_int(compiled(), "SELECT COUNT(*) FROM kernel_families WHERE key NOT IN (SELECT key FROM o.kernel_families)",

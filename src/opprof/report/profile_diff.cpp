@@ -107,7 +107,8 @@ std::vector<CounterChange> counter_changes(const ProfileReader& base, const Prof
       if (j == ProfileReader::npos || j >= n.metric.size()) continue;  // a metric of one set only
       const double x = b.metric[i], y = n.metric[j];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
-      const double scale = std::max(std::fabs(x), std::fabs(y));
+      // A percentage of peak changes by points of 100 (0.001 % -> 0.0004 % is no change); counts relatively.
+      const double scale = m.unit == "%" ? 100.0 : std::max(std::fabs(x), std::fabs(y));
       if (!(scale > 0)) continue;
       out.push_back({b.key, m.name, m.unit, x, y, std::fabs(y - x) / scale * share});
     }

@@ -30,8 +30,8 @@ struct CounterChange {
   std::string metric;
   std::string unit;
   double base = 0, next = 0;
-  // How much it matters: the relative change |new - base| / max(|base|, |new|) times the operator's larger
-  // share of kernel time (0..1).
+  // How much it matters: the relative change |new - base| / max(|base|, |new|) (for a percentage of peak
+  // |new - base| / 100) times the operator's larger share of kernel time (0..1).
   double score = 0;
 };
 

@@ -56,7 +56,12 @@ void group_table(Page& page, std::string_view title, std::string_view column, co
                         counter_cell(l.counters.occupancy_pct), format_bandwidth_gbps(g.dram_bandwidth_gbps),
                         format_flop_rate_gflops(g.gflops)},
                        page.style(), 4));
-    if (!g.fused_ops.empty()) page.prose("      fuses ", g.fused_ops, "            ");
+    if (!g.fused_ops.empty()) {
+      // One op per word, so that the list wraps between ops.
+      std::vector<std::string> ops;
+      for (std::string_view op : split(g.fused_ops, ',')) ops.emplace_back(trim(op));
+      page.prose("      fuses ", join(ops, ", "), "            ");
+    }
     bottleneck_lines(page, g);
   }
 }

@@ -14,6 +14,7 @@ void Page::raw(std::string_view text) {
 void Page::title(std::string_view text) { raw(style_.bold(shorten_middle(text, width_))); }
 
 void Page::line(std::string_view text) {
+  if (display_width(text) <= width_) return raw(text);  // as it is: aligned figures keep their spaces
   const std::size_t indent = std::min(text.find_first_not_of(' '), text.size());
   prose(text.substr(0, indent), text.substr(indent), std::string(indent + 2, ' '));
 }
