@@ -43,22 +43,20 @@ void sort_rows(std::vector<DiffRow>& rows) {
 // The rows of two lists of groups, joined by key.
 std::vector<DiffRow> join_groups(const std::vector<GroupStats>& base, const std::vector<GroupStats>& next) {
   std::map<std::string, DiffRow> rows;
-  for (const GroupStats& g : base) {
-    DiffRow& r = rows[g.key];
-    r.key = g.key;
-    r.in_base = true;
-    r.base_ns += g.time_ns;
-    r.base_kernels += g.kernels;
-    r.base_bottleneck = g.bottleneck;
-  }
-  for (const GroupStats& g : next) {
-    DiffRow& r = rows[g.key];
-    r.key = g.key;
-    r.in_new = true;
-    r.new_ns += g.time_ns;
-    r.new_kernels += g.kernels;
-    r.new_bottleneck = g.bottleneck;
-  }
+  // One side's groups into the rows' fields of that side.
+  auto add = [&rows](const std::vector<GroupStats>& groups, bool DiffRow::*in, std::int64_t DiffRow::*ns,
+                     std::uint64_t DiffRow::*kernels, std::string DiffRow::*bottleneck) {
+    for (const GroupStats& g : groups) {
+      DiffRow& r = rows[g.key];
+      r.key = g.key;
+      r.*in = true;
+      r.*ns += g.time_ns;
+      r.*kernels += g.kernels;
+      r.*bottleneck = g.bottleneck;
+    }
+  };
+  add(base, &DiffRow::in_base, &DiffRow::base_ns, &DiffRow::base_kernels, &DiffRow::base_bottleneck);
+  add(next, &DiffRow::in_new, &DiffRow::new_ns, &DiffRow::new_kernels, &DiffRow::new_bottleneck);
   std::vector<DiffRow> out;
   for (auto& [key, row] : rows) out.push_back(std::move(row));
   sort_rows(out);
