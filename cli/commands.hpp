@@ -28,7 +28,9 @@ struct CommandOptions {
 
 Command add_attribute_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
-Command add_compare_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);             // compare-attribution
+Command add_deprecated_compare_command(CLI::App& app);  // compare: the old name, with a note
+Command add_diff_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
 Command add_metrics_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);

@@ -1,4 +1,4 @@
-// `opprof compare A.db B.db`: whether two profiles of one workload (two capture backends, say) attribute
+// `opprof compare-attribution A.db B.db` (formerly `opprof compare`): whether two profiles of one workload (two capture backends, say) attribute
 // their kernels alike (reads only the two databases).
 #include <fmt/format.h>
 
@@ -48,12 +48,9 @@ int run_compare(const CompareOptions& o) {
   return 0;
 }
 
-}  // namespace
-
-Command add_compare_command(CLI::App& app) {
-  auto options = std::make_shared<CompareOptions>();
-  CompareOptions& o = *options;
-  auto* cmd = app.add_subcommand("compare", "Compare the kernel attribution of two profile databases of one workload");
+// The command's options and help, for its name and for the deprecated one.
+CLI::App* add_compare_attribution(CLI::App& app, const std::string& name, CompareOptions& o) {
+  auto* cmd = app.add_subcommand(name, "Check whether two profiles of one workload attribute their kernels alike");
   cmd->add_option("A", o.a, "Profile database A (the reference: agreement is weighted by its kernel times)")->required();
   cmd->add_option("B", o.b, "Profile database B")->required();
   cmd->add_flag("--json", o.json, "Print the comparison as JSON instead");
@@ -71,9 +68,30 @@ Command add_compare_command(CLI::App& app) {
       ->option_text("PCT");
   cmd->footer(
       "Kernels are taken in start order and aligned by their normalized name (never by timestamps); each aligned\n"
-      "pair compares operator, top-level operator, module path and ncu row.\n"
+      "pair compares operator, top-level operator, module path and ncu row. For performance before and after,\n"
+      "see `opprof diff`.\n"
       "Exit status: 0 done, 1 operator agreement below --min-agreement, 2 bad input.");
-  return {cmd, [options](const std::vector<std::string>&) { return run_compare(*options); }};
+  return cmd;
+}
+
+}  // namespace
+
+Command add_compare_command(CLI::App& app) {
+  auto options = std::make_shared<CompareOptions>();
+  add_compare_attribution(app, "compare-attribution", *options);
+  return {app.get_subcommand("compare-attribution"),
+          [options](const std::vector<std::string>&) { return run_compare(*options); }};
+}
+
+Command add_deprecated_compare_command(CLI::App& app) {
+  auto options = std::make_shared<CompareOptions>();
+  CLI::App* cmd = add_compare_attribution(app, "compare", *options);
+  cmd->group("");  // not listed in --help
+  return {cmd, [options](const std::vector<std::string>&) {
+            fmt::print(stderr, "opprof: note: `opprof compare` is now `opprof compare-attribution` (it checks whether "
+                               "two profiles attribute alike; `opprof diff` compares their performance)\n");
+            return run_compare(*options);
+          }};
 }
 
 }  // namespace opprof::cli

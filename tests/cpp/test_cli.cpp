@@ -255,10 +255,10 @@ TEST_F(Cli, CompareExitsZeroOneOrTwo) {
   ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " --ncu " + fixture("lstm/ncu.csv.gz") +
                 " -o " + a).status, 0);
   fs::copy_file(a, b);
-  Result same = run("compare " + a + " " + b + " --min-agreement 100");
+  Result same = run("compare-attribution " + a + " " + b + " --min-agreement 100");
   EXPECT_EQ(same.status, 0) << same.output;
   EXPECT_NE(same.output.find("operator             100.0%"), std::string::npos) << same.output;
-  Result json = run("compare --json " + a + " " + b);
+  Result json = run("compare-attribution --json " + a + " " + b);
   EXPECT_EQ(json.status, 0);
   EXPECT_EQ(json.output.rfind("{", 0), 0u) << json.output;
 
@@ -271,31 +271,31 @@ TEST_F(Cli, CompareExitsZeroOneOrTwo) {
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  Result below = run("compare " + a + " " + b + " --min-agreement 100");
+  Result below = run("compare-attribution " + a + " " + b + " --min-agreement 100");
   EXPECT_EQ(below.status, 1) << below.output;
   EXPECT_NE(below.output.find("aten::changed"), std::string::npos) << below.output;
   EXPECT_NE(below.output.find("is below --min-agreement 100%"), std::string::npos) << below.output;
-  EXPECT_EQ(run("compare " + a + " " + b + " --min-agreement 0").status, 0);
-  EXPECT_EQ(run("compare " + a + " " + b).status, 0);
+  EXPECT_EQ(run("compare-attribution " + a + " " + b + " --min-agreement 0").status, 0);
+  EXPECT_EQ(run("compare-attribution " + a + " " + b).status, 0);
 
   // Bad input: one line naming the file, exit 2.
-  Result missing = run("compare " + a + " " + path("nope.db"));
+  Result missing = run("compare-attribution " + a + " " + path("nope.db"));
   EXPECT_EQ(missing.status, 2);
   EXPECT_EQ(count_lines(missing.output), 1) << missing.output;
   EXPECT_NE(missing.output.find("opprof: error: " + path("nope.db") + ": cannot open profile"), std::string::npos)
       << missing.output;
   write("text.db", "not a database, just text\n");
-  Result text = run("compare " + path("text.db") + " " + b);
+  Result text = run("compare-attribution " + path("text.db") + " " + b);
   EXPECT_EQ(text.status, 2);
   EXPECT_EQ(count_lines(text.output), 1) << text.output;
   EXPECT_NE(text.output.find("not an opprof profile"), std::string::npos) << text.output;
   ASSERT_EQ(sqlite3_open(path("other.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x INTEGER)", nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
-  Result other = run("compare " + a + " " + path("other.db"));
+  Result other = run("compare-attribution " + a + " " + path("other.db"));
   EXPECT_EQ(other.status, 2);
   EXPECT_NE(other.output.find("without opprof's meta table"), std::string::npos) << other.output;
-  Result pct = run("compare " + a + " " + b + " --min-agreement 150");
+  Result pct = run("compare-attribution " + a + " " + b + " --min-agreement 150");
   EXPECT_EQ(pct.status, 2);
   EXPECT_EQ(count_lines(pct.output), 1) << pct.output;
 }
@@ -330,7 +330,7 @@ TEST_F(Cli, AnInductorGraphThatRanInNoKernelIsAWarning) {
                           " ran in none of the trace's kernels"),
             std::string::npos)
       << r.output;
-  Result report = run("report " + db);
+  Result report = run("report --width 400 " + db);  // the warning on one line
   EXPECT_NE(report.output.find("warning: Inductor graph " + path("inductor/mlp_forward")), std::string::npos)
       << report.output;
 }
@@ -389,7 +389,7 @@ TEST_F(Cli, ATimelineAndAnNcuCsvOfTwoRunsReportAnotherLaunchConfiguration) {
   Result j = run("report --json " + db);
   EXPECT_NE(j.output.find("\"launch_config_differs\": 14"), std::string::npos) << j.output;
   EXPECT_NE(j.output.find("\"unmatched_rows\": 0"), std::string::npos) << j.output;
-  Result t = run("report " + db);
+  Result t = run("report --width 200 " + db);  // each warning on one line
   EXPECT_NE(t.output.find("warning: 14 ncu row(s) matched a kernel whose grid or block differ: their counters come "
                           "from another launch configuration of the same kernel"),
             std::string::npos)

@@ -180,7 +180,7 @@ TEST_F(ReportTest, JsonHasNcuCountsOperatorsModulesAndMetadata) {
   EXPECT_DOUBLE_EQ(mm["tensor_pct"].get_double().value(), 0.0);
   EXPECT_DOUBLE_EQ(mm["occupancy_pct"].get_double().value(), 51.0);
   EXPECT_DOUBLE_EQ(mm["dram_gbps"].get_double().value(), 1200.5);
-  EXPECT_TRUE(mm["fused_ops"].is_null());
+  EXPECT_EQ(mm["fused_ops"].get_array().value().size(), 0u);  // a list, empty for a plain operator
   // Unknown figures are null, not -1 or NaN.
   simdjson::dom::element rnn = ops.at(1);
   EXPECT_EQ(rnn["name"].get_string().value(), "aten::_cudnn_rnn");
@@ -188,7 +188,10 @@ TEST_F(ReportTest, JsonHasNcuCountsOperatorsModulesAndMetadata) {
   EXPECT_TRUE(rnn["dram_gbps"].is_null());
   EXPECT_TRUE(rnn["bottleneck"].is_null());
   simdjson::dom::element triton = ops.at(2);
-  EXPECT_EQ(triton["fused_ops"].get_string().value(), "aten::add, aten::gelu");
+  simdjson::dom::array fused = triton["fused_ops"].get_array().value();
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused.at(0).get_string().value(), "aten::add");
+  EXPECT_EQ(fused.at(1).get_string().value(), "aten::gelu");
   EXPECT_TRUE(triton["tensor_pct"].is_null());
 
   simdjson::dom::array modules = doc["modules"].get_array().value();
@@ -274,7 +277,7 @@ TEST_F(ReportTest, TerminalShowsCoverageOperatorsModulesAndUnattributed) {
            "capture: source kineto, GPU 0 NVIDIA H200",
            "inputs.trace: run/trace.json",
            "ncu: run/ncu.csv.gz",
-           "Kernel time 6.00 us in 6 kernels",
+           "Kernel time 6.00 µs in 6 kernels",
            "attributed to an operator    95.0%",
            "attributed to a module       75.0%",
            "inside opaque backends       16.7%  (cuDNN RNN 16.7%)",
@@ -283,15 +286,15 @@ TEST_F(ReportTest, TerminalShowsCoverageOperatorsModulesAndUnattributed) {
            "aten::mm",
            "66.7%",
            "tensor pipe idle",
-           "1200.5",
+           "1.20 TB/s",
            "aten::_cudnn_rnn",
            "fuses aten::add, aten::gelu",
-           "Top modules (3 of 3, by kernel time)",
-           "h.0.mlp.c_proj",
+           "Module tree (3 of 3 modules, 3 levels; inclusive and self kernel time)",
+           "    mlp ",
            "Unattributed kernel time 300 ns (5.0%) in 1 group",
            "mystery_kernel",
            "no launch and no enclosing range",
-           "ncu: 4 rows, 3 matched to kernels (base name + grid + block); 1 row matched no kernel; 3 kernels without "
+           "ncu: 4 rows, 3 matched to kernels (base name + grid + block)\n  1 row matched no kernel; 3 kernels without "
            "counters",
            "ncu row 3 (unknown_kernel) has no timeline kernel of that identity",
            "warning: GPU clocks were not locked",
@@ -303,7 +306,7 @@ TEST_F(ReportTest, TerminalShowsCoverageOperatorsModulesAndUnattributed) {
   std::size_t row = text.find("  aten::mm ");
   ASSERT_NE(row, std::string::npos);
   std::string line = text.substr(row, text.find('\n', row) - row);
-  for (const char* cell : {" 2 ", "4.00 us", "66.7%", "41.0", "31.0", "0.0", "51.0", "1200.5"})
+  for (const char* cell : {" 2 ", "4.00 µs", "66.7%", "41.0", "31.0", "0.0", "51.0", "1.20 TB/s"})
     EXPECT_TRUE(contains(line, cell)) << cell << " in: " << line;
 }
 
@@ -345,9 +348,9 @@ TEST_F(ReportTest, TerminalWarnsAboutNcuClockControlAndGridDisagreements) {
 TEST(TerminalFormat, DurationsAndWidths) {
   EXPECT_EQ(format_duration_ns(0), "0 ns");
   EXPECT_EQ(format_duration_ns(812), "812 ns");
-  EXPECT_EQ(format_duration_ns(12345), "12.35 us");
+  EXPECT_EQ(format_duration_ns(12345), "12.3 µs");
   EXPECT_EQ(format_duration_ns(4210000), "4.21 ms");
-  EXPECT_EQ(format_duration_ns(1234000000), "1.234 s");
+  EXPECT_EQ(format_duration_ns(1234000000), "1.23 s");
   EXPECT_EQ(fit_width("aten::mm", 10), "aten::mm");
   EXPECT_EQ(fit_width("aten::scaled_dot_product_attention", 12), "aten::sca...");
   EXPECT_EQ(fit_width("transformer.h.11.attn.c_attn", 12, /*keep_tail=*/true), "...tn.c_attn");

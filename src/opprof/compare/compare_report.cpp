@@ -79,31 +79,19 @@ std::string row_text(std::int64_t row, std::int64_t id) {
 
 void side_json(JsonWriter& j, std::string_view key, const CompareSide& s) {
   j.key(key).begin_object();
-  j.key("path").string(s.path);
-  j.key("source").string_or_null(s.source);
-  j.key("kernels").unsigned_integer(s.kernels);
-  j.key("time_ns").integer(s.time_ns);
-  j.key("unaligned").unsigned_integer(s.unaligned);
-  j.key("unaligned_ns").integer(s.unaligned_ns);
+  j.fields({{"path", s.path}, {"source", JsonValue::or_null(s.source)}, {"kernels", s.kernels},
+            {"time_ns", s.time_ns}, {"unaligned", s.unaligned}, {"unaligned_ns", s.unaligned_ns}});
   j.key("unaligned_names").begin_array();
-  for (const UnalignedName& u : s.unaligned_names) {
-    j.begin_object();
-    j.key("kernel").string(u.kernel);
-    j.key("kernels").unsigned_integer(u.kernels);
-    j.key("time_ns").integer(u.time_ns);
-    j.end_object();
-  }
+  for (const UnalignedName& u : s.unaligned_names)
+    j.begin_object().fields({{"kernel", u.kernel}, {"kernels", u.kernels}, {"time_ns", u.time_ns}}).end_object();
   j.end_array();
-  j.key("has_ncu").boolean(s.has_ncu);
-  j.key("ncu_matched").unsigned_integer(s.ncu_matched);
+  j.fields({{"has_ncu", s.has_ncu}, {"ncu_matched", s.ncu_matched}});
   j.end_object();
 }
 
 void agreement_json(JsonWriter& j, std::string_view key, const Agreement& a) {
   j.key(key).begin_object();
-  j.key("pairs").unsigned_integer(a.pairs);
-  j.key("time_ns").integer(a.time_ns);
-  j.key("pct").number(a.pct);
+  j.fields({{"pairs", a.pairs}, {"time_ns", a.time_ns}, {"pct", a.pct}});
   j.end_object();
 }
 
@@ -111,7 +99,7 @@ void agreement_json(JsonWriter& j, std::string_view key, const Agreement& a) {
 
 std::string render_comparison_text(const ProfileComparison& c) {
   std::string out;
-  out += fmt::format("opprof compare: {} aligned by name in start order, agreement weighted by A's kernel time\n",
+  out += fmt::format("opprof compare-attribution: {} aligned by name in start order, agreement weighted by A's kernel time\n",
                      c.all_activity ? "GPU activities (kernels, memcpy, memset)" : "kernels");
   side_line(out, 'A', c.a, c);
   side_line(out, 'B', c.b, c);
@@ -178,11 +166,8 @@ std::string render_comparison_json(const ProfileComparison& c) {
   j.begin_object();
   side_json(j, "a", c.a);
   side_json(j, "b", c.b);
-  j.key("activity").string(c.all_activity ? "all" : "kernel");
-  j.key("aligned").unsigned_integer(c.aligned);
-  j.key("aligned_ns_a").integer(c.aligned_ns_a);
-  j.key("aligned_ns_b").integer(c.aligned_ns_b);
-  j.key("ordered").boolean(c.ordered);
+  j.fields({{"activity", c.all_activity ? "all" : "kernel"}, {"aligned", c.aligned}, {"aligned_ns_a", c.aligned_ns_a},
+            {"aligned_ns_b", c.aligned_ns_b}, {"ordered", c.ordered}});
 
   j.key("agreement").begin_object();
   agreement_json(j, "operator", c.op);
@@ -191,50 +176,34 @@ std::string render_comparison_json(const ProfileComparison& c) {
   j.end_object();
 
   j.key("ncu").begin_object();
-  j.key("both_matched").unsigned_integer(c.ncu_both_matched);
-  j.key("both_matched_ns").integer(c.ncu_both_matched_ns);
-  j.key("same_row").unsigned_integer(c.ncu_same_row);
-  j.key("same_row_ns").integer(c.ncu_same_row_ns);
-  j.key("same_row_pct").number(pct_of(c.ncu_same_row_ns, c.ncu_both_matched_ns));
-  j.key("only_a").unsigned_integer(c.ncu_only_a);
-  j.key("only_b").unsigned_integer(c.ncu_only_b);
-  j.key("differences").unsigned_integer(c.ncu_differences_total);
+  j.fields({{"both_matched", c.ncu_both_matched}, {"both_matched_ns", c.ncu_both_matched_ns},
+            {"same_row", c.ncu_same_row}, {"same_row_ns", c.ncu_same_row_ns},
+            {"same_row_pct", pct_of(c.ncu_same_row_ns, c.ncu_both_matched_ns)}});
+  j.fields({{"only_a", c.ncu_only_a}, {"only_b", c.ncu_only_b}, {"differences", c.ncu_differences_total}});
   j.key("first_differences").begin_array();
   for (const NcuDifference& d : c.ncu_differences) {
     j.begin_object();
-    j.key("kernel").string(d.kernel);
-    j.key("id_a").integer(d.id_a);
-    j.key("id_b").integer(d.id_b);
-    j.key("row_a").integer_or_null(d.row_a);
-    j.key("row_b").integer_or_null(d.row_b);
-    j.key("ncu_id_a").integer_or_null(d.row_a < 0 ? -1 : d.ncu_id_a);
-    j.key("ncu_id_b").integer_or_null(d.row_b < 0 ? -1 : d.ncu_id_b);
-    j.key("time_ns").integer(d.time_ns);
+    j.fields({{"kernel", d.kernel}, {"id_a", d.id_a}, {"id_b", d.id_b}, {"row_a", JsonValue::or_null(d.row_a)},
+              {"row_b", JsonValue::or_null(d.row_b)}});
+    j.fields({{"ncu_id_a", JsonValue::or_null(d.row_a < 0 ? std::int64_t{-1} : d.ncu_id_a)},
+              {"ncu_id_b", JsonValue::or_null(d.row_b < 0 ? std::int64_t{-1} : d.ncu_id_b)}, {"time_ns", d.time_ns}});
     j.end_object();
   }
   j.end_array();
   j.end_object();
 
   j.key("disagreements").begin_object();
-  j.key("pairs").unsigned_integer(c.disagreeing_pairs);
-  j.key("time_ns").integer(c.disagreeing_ns);
-  j.key("pct").number(pct_of(c.disagreeing_ns, c.aligned_ns_a));
-  j.key("groups").unsigned_integer(c.disagreement_groups);
+  j.fields({{"pairs", c.disagreeing_pairs}, {"time_ns", c.disagreeing_ns},
+            {"pct", pct_of(c.disagreeing_ns, c.aligned_ns_a)}, {"groups", c.disagreement_groups}});
   j.key("top").begin_array();
   for (const Disagreement& d : c.disagreements) {
     j.begin_object();
-    j.key("kernel").string(d.kernel);
-    j.key("kernels").unsigned_integer(d.kernels);
-    j.key("time_ns").integer(d.time_ns);
-    j.key("pct").number(pct_of(d.time_ns, c.aligned_ns_a));
-    j.key("op_a").string_or_null(d.op_a);
-    j.key("op_b").string_or_null(d.op_b);
-    j.key("top_op_a").string_or_null(d.top_op_a);
-    j.key("top_op_b").string_or_null(d.top_op_b);
-    j.key("module_a").string_or_null(d.module_a);
-    j.key("module_b").string_or_null(d.module_b);
-    j.key("first_id_a").integer(d.first_id_a);
-    j.key("first_id_b").integer(d.first_id_b);
+    j.fields({{"kernel", d.kernel}, {"kernels", d.kernels}, {"time_ns", d.time_ns},
+              {"pct", pct_of(d.time_ns, c.aligned_ns_a)}});
+    j.fields({{"op_a", JsonValue::or_null(d.op_a)}, {"op_b", JsonValue::or_null(d.op_b)},
+              {"top_op_a", JsonValue::or_null(d.top_op_a)}, {"top_op_b", JsonValue::or_null(d.top_op_b)},
+              {"module_a", JsonValue::or_null(d.module_a)}, {"module_b", JsonValue::or_null(d.module_b)}});
+    j.fields({{"first_id_a", d.first_id_a}, {"first_id_b", d.first_id_b}});
     j.end_object();
   }
   j.end_array();

@@ -1,5 +1,5 @@
 #pragma once
-// The output of `opprof compare`: a terminal report, or one JSON object for scripts and CI.
+// The output of `opprof compare-attribution`: a terminal report, or one JSON object for scripts and CI.
 #include <string>
 
 #include "opprof/compare/profile_compare.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// `opprof compare A.db B.db`: whether two profiles of the same workload (captured by two backends, say
+// `opprof compare-attribution A.db B.db`: whether two profiles of the same workload (captured by two backends, say
 // torch.profiler and the opprof tracer) attribute their kernels alike. Each profile's kernels are taken in
 // start order and the two sequences are aligned by kernel name (kernel_match_name, the spelling-independent
 // name the ncu matcher uses) with the longest-common-subsequence alignment of opprof/match; never by

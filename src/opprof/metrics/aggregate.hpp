@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "opprof/attribute/attribution.hpp"
@@ -38,6 +39,11 @@ enum class GroupBy : std::uint8_t { kOperator = 0, kModule = 1, kFamily = 2 };
 inline constexpr std::array<const char*, 3> kGroupByNames = {"operator", "module", "family"};  // group_metrics.group_kind
 static_assert(kGroupByNames.size() == static_cast<std::size_t>(GroupBy::kFamily) + 1);
 inline const char* to_string(GroupBy g) { return enum_name(kGroupByNames, g); }
+
+// The group of the kernels without a module path (GroupBy::kModule), and of those without an operator
+// or family: not a module or operator, the unattributed remainder.
+inline constexpr std::string_view kNoModuleKey = "[no module]";
+inline constexpr std::string_view kUnattributedKey = "[unattributed]";
 
 struct GroupStats {
   std::string key;                 // operator name, module path or kernel family

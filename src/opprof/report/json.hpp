@@ -1,27 +1,6 @@
 #pragma once
 // `opprof report --json profile.db`: the report's summary as one JSON object, for scripts and CI.
-//
-// Top-level keys (percentages are of kernel time, 0..100; unknown numbers are null):
-//   profile, schema_version, metadata {key: value}
-//   kernel_time_ns, kernels, attributed_ns, attributed_pct, module_attributed_ns, module_attributed_pct,
-//   opaque_backend_ns, opaque_backend_pct
-//   by_path {correlation, enclosure, fusion, none}            percent of kernel time per attribution path
-//   by_path_ns {correlation, enclosure, fusion, none}
-//   by_phase {forward, backward, optimizer, other}            percent of kernel time per phase
-//   by_phase_ns {forward, backward, optimizer, other}
-//   opaque_backends [{backend, time_ns, pct}]
-//   unattributed [{family, reason, kernels, time_ns, pct}]    every group, largest first
-//   ncu {available, rows, matched, unmatched_rows, unmatched_kernels, grid_block_disagreements,
-//        launch_config_differs (rows paired with a kernel of another launch configuration),
-//        strict_launch_config (those pairs refused), identity, missing_metrics [..], notes [..]}
-//   anomalies {kind: {count, detail [..]}}                   choices the engine made on its own (ties,
-//                                                             fallbacks); {} when there were none
-//   operators, modules [{name, fused_ops, kernels, time_ns, time_pct, counted_time_ns, bottleneck,
-//        bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps, flops,
-//        tensor_flops, fp32_flops, gflops, tensor_gflops, fp32_gflops, arithmetic_intensity}]
-//                                                             the top ReportOptions::top, largest first
-//   operator_count, module_count                              all groups in the profile
-//   warnings [..]
+// docs/report_json.md describes every key; kJsonReportFormatVersion changes when one changes meaning.
 #include <string>
 
 #include "opprof/report/summary.hpp"
@@ -29,7 +8,12 @@
 
 namespace opprof {
 
-// The JSON document, pretty-printed, ending in a newline.
+// 1: metadata values as strings, fused_ops one string; 2: typed metadata, fused_ops a list, the module
+// tree, families, source lines and phases, the bottleneck's reason and advice apart.
+inline constexpr int kJsonReportFormatVersion = 2;
+
+// The JSON document, pretty-printed, ending in a newline. Lists options.top rows per table (0: all),
+// and the module tree to options.depth levels (0: all) below options.module_prefix.
 std::string render_json_report(const ProfileReader& profile, const ReportOptions& options = {});
 
 }  // namespace opprof

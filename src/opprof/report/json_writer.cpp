@@ -200,3 +200,66 @@ const std::string& JsonWriter::str() const {
 }
 
 }  // namespace opprof
+
+namespace opprof {
+namespace {
+
+// Whether text is a number in JSON's own grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool is_json_number(std::string_view t) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t start = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
+}  // namespace
+
+JsonWriter& JsonWriter::typed(std::string_view text) {
+  if (text == "true" || text == "false") return boolean(text == "true");
+  if (!is_json_number(text)) return string(text);
+  before_value();
+  out_.append(text);  // already a JSON number, digit for digit
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(const JsonValue& v) {
+  switch (v.kind_) {
+    case JsonValue::Kind::kNull: return null();
+    case JsonValue::Kind::kString: return string(v.text_);
+    case JsonValue::Kind::kInteger: return integer(v.integer_);
+    case JsonValue::Kind::kUnsigned: return unsigned_integer(v.unsigned_);
+    case JsonValue::Kind::kNumber: return number(v.number_);
+    case JsonValue::Kind::kBoolean: return boolean(v.boolean_);
+  }
+  return null();
+}
+
+JsonWriter& JsonWriter::fields(std::initializer_list<JsonField> fields) {
+  for (const JsonField& f : fields) key(f.key).value(f.value);
+  return *this;
+}
+
+JsonWriter& JsonWriter::strings(const std::vector<std::string>& items) {
+  begin_array();
+  for (const std::string& item : items) string(item);
+  return end_array();
+}
+
+}  // namespace opprof

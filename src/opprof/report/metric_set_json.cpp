@@ -32,15 +32,10 @@ std::string render_metric_set_json(const MetricSet& set, const MetricSetQuery& q
   w.key("metrics").begin_array();
   for (const auto& m : chip_set.metrics) {
     w.begin_object();
-    w.key("name").string(m.name);
-    w.key("aggregate").string(to_string(m.aggregate));
-    w.key("axis").string(m.axis);
-    w.key("unit").string(m.unit);  // declared by the set's file, checked against the catalog and the CSV
-    w.key("weight").string(m.weight);
-    w.key("reason").string(m.reason);
-    w.key("arch").string(m.arch);
-    w.key("replaces").string(m.replaces);
-    w.key("line").unsigned_integer(m.line);
+    // The unit is declared by the set's file, checked against the catalog and the CSV.
+    w.fields({{"name", m.name}, {"aggregate", to_string(m.aggregate)}, {"axis", m.axis}, {"unit", m.unit},
+              {"weight", m.weight}, {"reason", m.reason}, {"arch", m.arch}, {"replaces", m.replaces},
+              {"line", m.line}});
     w.key("chips").begin_array();
     for (std::size_t i = 0; i < chips.size(); ++i) {
       const auto& rows = per_chip[i].metrics;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -34,10 +35,11 @@ double metric_or_nan(const GroupStats& g, std::size_t index) {
   return index < g.metric.size() ? g.metric[index] : kNaN;
 }
 
-std::vector<GroupLine> group_lines(const ProfileReader& profile, GroupBy by, std::size_t top,
-                                   const KeyMetricIndex& keys, std::int64_t kernel_time_ns) {
+std::vector<GroupLine> group_lines(std::vector<GroupStats> groups, const KeyMetricIndex& keys,
+                                   std::int64_t kernel_time_ns, std::size_t top = 0) {
+  if (top > 0 && groups.size() > top) groups.resize(top);
   std::vector<GroupLine> out;
-  for (GroupStats& g : profile.groups(by, top)) {
+  for (GroupStats& g : groups) {
     GroupLine line;
     line.time_pct = kernel_time_ns > 0 ? 100.0 * static_cast<double>(g.time_ns) / static_cast<double>(kernel_time_ns)
                                        : 0.0;
@@ -50,6 +52,24 @@ std::vector<GroupLine> group_lines(const ProfileReader& profile, GroupBy by, std
 }
 
 }  // namespace
+
+ReportBy report_by_from_string(std::string_view name) {
+  for (std::size_t i = 0; i < kReportByNames.size(); ++i)
+    if (name == kReportByNames[i]) return static_cast<ReportBy>(i);
+  throw InputError("--by", fmt::format("'{}' is not one of operator, module, family, source-line, phase", name));
+}
+
+BottleneckText split_bottleneck_why(std::string_view why) {
+  BottleneckText t;
+  constexpr std::string_view kNext = ". Next: ";
+  const std::size_t next = why.find(kNext);
+  std::string_view figures = why.substr(0, next);
+  if (next != std::string_view::npos) t.advice = std::string(why.substr(next + kNext.size()));
+  const std::size_t semicolon = figures.find("; ");
+  t.reason = std::string(figures.substr(0, semicolon));
+  if (semicolon != std::string_view::npos) t.figures = std::string(figures.substr(semicolon + 2));
+  return t;
+}
 
 bool metadata_says_false(std::string_view value) {
   std::string v(trim(value));
@@ -70,10 +90,18 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
       find_key_metric(profile, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram"),
       find_key_metric(profile, "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "tensor"),
       find_key_metric(profile, "sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy")};
-  s.operators = group_lines(profile, GroupBy::kOperator, options.top, keys, c.kernel_time_ns);
-  s.modules = group_lines(profile, GroupBy::kModule, options.top, keys, c.kernel_time_ns);
+  s.operators = group_lines(profile.groups(GroupBy::kOperator, options.top), keys, c.kernel_time_ns);
+  std::vector<GroupStats> modules = profile.groups(GroupBy::kModule);
+  s.module_tree = build_module_tree(modules);
+  s.modules = group_lines(std::move(modules), keys, c.kernel_time_ns, options.top);
+  s.families = group_lines(profile.groups(GroupBy::kFamily, options.top), keys, c.kernel_time_ns);
+  std::vector<GroupStats> lines = profile.kernel_time_by(ProfileReader::KernelColumn::kSourceLine);
+  s.source_line_count = lines.size();
+  s.source_lines = group_lines(std::move(lines), keys, c.kernel_time_ns, options.top);
+  s.phases = group_lines(profile.kernel_time_by(ProfileReader::KernelColumn::kPhase), keys, c.kernel_time_ns);
   s.operator_count = profile.group_count(GroupBy::kOperator);
   s.module_count = profile.group_count(GroupBy::kModule);
+  s.family_count = profile.group_count(GroupBy::kFamily);
   for (const ProfileMetric& m : profile.metrics())
     if (!m.present) s.missing_metrics.push_back(m.name);
   s.match_notes = profile.match_notes();

@@ -1,23 +1,19 @@
 #pragma once
-// `opprof report profile.db`: a fixed-width text summary of a profile database for a terminal.
-#include <cstdint>
+// `opprof report profile.db`: a text summary of a profile database for a terminal, every line within
+// ReportOptions::width display columns.
 #include <string>
-#include <string_view>
 
 #include "opprof/report/summary.hpp"
+#include "opprof/report/text_layout.hpp"
+#include "opprof/report/units.hpp"
 #include "opprof/store/profile_reader.hpp"
 
 namespace opprof {
 
 // The report as text, ending in a newline: capture facts and warnings, kernel time and coverage by
-// attribution path, top operators and modules with their bottleneck and key counters, opaque-backend
-// share, the unattributed kernel time by family and reason, and ncu matching.
+// attribution path and phase, the table options.by selects (operators by default: per row the bottleneck
+// class, its reason and what to look at next), the module tree with inclusive and self time, the
+// opaque-backend share, the unattributed kernel time by family and reason, and ncu matching.
 std::string render_terminal_report(const ProfileReader& profile, const ReportOptions& options = {});
-
-// "812 ns", "12.35 us", "4.21 ms", "1.234 s".
-std::string format_duration_ns(std::int64_t ns);
-// text cut to width columns with "..." marking the cut: at the end, or at the start when keep_tail
-// (module paths, whose last component names the layer).
-std::string fit_width(std::string_view text, std::size_t width, bool keep_tail = false);
 
 }  // namespace opprof

@@ -267,6 +267,27 @@ std::vector<GroupStats> ProfileReader::groups(GroupBy by, std::size_t limit) con
 
 std::size_t ProfileReader::group_count(GroupBy by) const { return impl_->row_count(schema::group_table(by)); }
 
+std::vector<GroupStats> ProfileReader::kernel_time_by(KernelColumn column) const {
+  std::vector<GroupStats> out;
+  const char* name = column == KernelColumn::kPhase ? "a.phase" : "a.source_line";
+  try {
+    Statement q(*impl_->db, fmt::format("SELECT COALESCE({}, ''), COUNT(*), SUM(k.duration_ns) FROM kernels k "
+                                        "JOIN attribution a ON a.kernel_id = k.id WHERE k.kind = 'kernel' "
+                                        "GROUP BY 1 ORDER BY 3 DESC, 1",
+                                        name));
+    const std::int64_t total = impl_->coverage.kernel_time_ns;
+    while (q.next()) {
+      GroupStats g;
+      read_columns(q, 0, g.key, g.kernels, g.time_ns);
+      g.time_share = total > 0 ? static_cast<double>(g.time_ns) / static_cast<double>(total) : 0.0;
+      out.push_back(std::move(g));
+    }
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
 std::vector<std::string> ProfileReader::match_notes() const {
   std::vector<std::string> out;
   try {

@@ -97,6 +97,13 @@ class ProfileReader {
   std::vector<GroupStats> groups(GroupBy by, std::size_t limit = 0) const;
   std::size_t group_count(GroupBy by) const;
 
+  // Kernel time (activities of kind kernel) grouped by an attribution column that has no group table:
+  // kPhase (forward, backward, ...) or kSourceLine (the user source line of an Inductor kernel's FX node;
+  // "" for kernels without one). Largest time first; only key, kernels, time_ns and time_share are set
+  // (no counters: metric is empty, derived figures -1).
+  enum class KernelColumn : std::uint8_t { kPhase, kSourceLine };
+  std::vector<GroupStats> kernel_time_by(KernelColumn column) const;
+
   std::vector<std::string> match_notes() const;
   std::size_t activity_count() const;  // rows of kernels: kernels, memcpy and memset
   // Calls fn for every activity, in timeline order.

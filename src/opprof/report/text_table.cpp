@@ -1,0 +1,76 @@
+#include "opprof/report/text_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace opprof {
+
+void Page::raw(std::string_view text) {
+  out_ += text;
+  out_ += '\n';
+}
+
+void Page::title(std::string_view text) { raw(style_.bold(shorten_middle(text, width_))); }
+
+void Page::line(std::string_view text) {
+  if (display_width(text) <= width_) return raw(text);  // as it is: aligned figures keep their spaces
+  const std::size_t indent = std::min(text.find_first_not_of(' '), text.size());
+  prose(text.substr(0, indent), text.substr(indent), std::string(indent + 2, ' '));
+}
+
+void Page::prose(std::string_view first_prefix, std::string_view text, std::string_view rest_prefix) {
+  for (const std::string& l : wrap_text(text, width_, first_prefix, rest_prefix)) raw(l);
+}
+
+void Page::fact(std::string_view key, std::string_view value) {
+  const std::string prefix = fmt::format("  {}: ", key);
+  const std::size_t used = display_width(prefix);
+  if (used >= width_) return line(prefix + std::string(value));
+  raw(prefix + shorten_middle(value, width_ - used));
+}
+
+std::vector<Column> fit_columns(std::size_t width, std::string name_header, std::size_t longest,
+                                std::vector<Column> columns, std::size_t required) {
+  constexpr std::size_t kIndent = 2, kMinName = 24, kLeastName = 8;
+  std::size_t others = 0;
+  std::vector<Column> out;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const std::size_t w = columns[i].gap + columns[i].width;
+    if (i >= required && kIndent + kMinName + others + w > width) break;
+    others += w;
+    out.push_back(columns[i]);
+  }
+  std::size_t name = width > kIndent + others ? width - kIndent - others : kLeastName;
+  name = std::max(kLeastName, std::min(name, std::max(longest, display_width(name_header))));
+  out.insert(out.begin(), Column{std::move(name_header), name, false, 0});
+  return out;
+}
+
+std::string table_row(const std::vector<Column>& columns, const std::vector<std::string>& cells, const Style& style,
+                      std::size_t styled_cell) {
+  std::string row = "  ";
+  for (std::size_t i = 0; i < columns.size() && i < cells.size(); ++i) {
+    const Column& c = columns[i];
+    row += std::string(c.gap, ' ');
+    const std::string cell = c.right ? pad_left(cells[i], c.width) : pad_right(cells[i], c.width);
+    row += i == styled_cell && cells[i] != "-" ? style.cyan(cell) : cell;
+  }
+  // A left-aligned last cell leaves no padding at the end of the line.
+  while (!row.empty() && row.back() == ' ') row.pop_back();
+  return row;
+}
+
+std::string table_header(const std::vector<Column>& columns, const Style& style) {
+  std::vector<std::string> cells;
+  for (const Column& c : columns) cells.push_back(c.header);
+  return style.bold(table_row(columns, cells, Style()));
+}
+
+std::size_t longest_name(const std::vector<std::string>& names) {
+  std::size_t w = 0;
+  for (const std::string& n : names) w = std::max(w, display_width(n));
+  return w;
+}
+
+}  // namespace opprof
