@@ -270,7 +270,9 @@ TEST_F(ReportTest, KeyCounterFallsBackToTheAxisWhenAChipRenamesTheMetric) {
 
 TEST_F(ReportTest, TerminalShowsCoverageOperatorsModulesAndUnattributed) {
   ProfileReader r = write_and_open();
-  std::string text = render_terminal_report(r);
+  ReportOptions wide;  // wide enough for every column (at 100 the bandwidth and FLOP/s columns give way)
+  wide.width = 160;
+  std::string text = render_terminal_report(r, wide);
   for (const char* expected : {
            "opprof profile ",
            "written 2025-01-02T03:04:05Z by opprof",

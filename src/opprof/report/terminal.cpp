@@ -42,7 +42,7 @@ void group_table(Page& page, std::string_view title, std::string_view column, co
   std::vector<Column> columns = {{"kernels", 7}, {"time", 8}, {"share", 6}};
   if (with_counters)
     columns.insert(columns.end(), {{"bottleneck", 17, false, 2}, {"SM%", 5}, {"DRAM%", 5}, {"tens%", 5},
-                                   {"occ%", 5}, {"DRAM BW", 9}, {"FLOP/s", 11}});
+                                   {"occ%", 5}, {"DRAM BW", 9}, {"FLOP/s", 12}});
   columns = fit_columns(page.width(), std::string(column), longest_name(names), std::move(columns), 3);
   names = shorten_distinct(names, columns[0].width);
   page.raw(table_header(columns, page.style()));
