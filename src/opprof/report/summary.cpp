@@ -72,6 +72,7 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
       find_key_metric(profile, "sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy")};
   s.operators = group_lines(profile, GroupBy::kOperator, options.top, keys, c.kernel_time_ns);
   s.modules = group_lines(profile, GroupBy::kModule, options.top, keys, c.kernel_time_ns);
+  s.families = group_lines(profile, GroupBy::kFamily, options.top, keys, c.kernel_time_ns);
   s.operator_count = profile.group_count(GroupBy::kOperator);
   s.module_count = profile.group_count(GroupBy::kModule);
   for (const ProfileMetric& m : profile.metrics())

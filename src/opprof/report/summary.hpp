@@ -39,6 +39,7 @@ struct ReportSummary {
   Coverage coverage;
   std::vector<GroupLine> operators;  // the top ones, largest time first
   std::vector<GroupLine> modules;
+  std::vector<GroupLine> families;   // kernel families, the top ones as for operators
   std::size_t operator_count = 0;    // all operators in the profile
   std::size_t module_count = 0;
   std::vector<std::string> missing_metrics;  // in the metric set, absent from the ncu CSV
