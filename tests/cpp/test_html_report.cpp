@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "opprof/metrics/gpu_ceilings.hpp"

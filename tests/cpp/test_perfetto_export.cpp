@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -67,8 +69,11 @@ TEST_F(PerfettoExportTest, EveryGpuActivityOnItsStreamWithItsAttribution) {
     EXPECT_EQ(ns(e["ts"]), k.start_ns);
     EXPECT_EQ(ns(e["dur"]), k.end_ns - k.start_ns);
     std::string_view op;
-    if (k.op.empty()) EXPECT_NE(e["args"]["op"].error(), simdjson::SUCCESS) << "unknown text is left out";
-    else EXPECT_EQ(e["args"]["op"].get(op), simdjson::SUCCESS);
+    if (k.op.empty()) {
+      EXPECT_NE(e["args"]["op"].error(), simdjson::SUCCESS) << "unknown text is left out";
+    } else {
+      EXPECT_EQ(e["args"]["op"].get(op), simdjson::SUCCESS);
+    }
     EXPECT_EQ(op, k.op);
   });
   simdjson::dom::element k0 = by_kernel.at(0);

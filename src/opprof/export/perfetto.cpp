@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstdlib>
+#include <iterator>
 #include <map>
 #include <set>
-#include <unordered_map>
 
 #include "opprof/report/json_writer.hpp"
 #include "opprof/store/sqlite.hpp"

@@ -1,6 +1,9 @@
 // The HTML report's data blob: everything the page shows, read from the profile database only.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "opprof/metrics/gpu_ceilings.hpp"
@@ -62,16 +65,17 @@ struct CaptureFact {
 };
 constexpr CaptureFact kCaptureFacts[] = {
     {"GPU", "timeline.device.0.name"},
+    {"Chip", "chip"},
     {"Clocks locked", "clocks_locked"},
     {"Clocks locked (timeline)", "timeline.clocks_locked"},
     {"ncu clock control", "ncu.clock_control"},
-    {"torch", "timeline.torch_version"},
-    {"torch", "capture.torch_version"},
+    {"Metric set", "metric_set"},
+    {"CUDA driver", "timeline.trace.cuda_driver_version"},
+    {"CUDA runtime", "timeline.trace.cuda_runtime_version"},
     {"Timeline source", "timeline.source"},
     {"Trace", "inputs.trace"},
-    {"ncu CSV", "ncu.path"},
+    {"ncu CSV", "inputs.ncu"},
     {"ncu rows", "ncu.rows"},
-    {"Metric set", "inputs.metrics"},
     {"Created", "created_at"},
     {"opprof", "opprof_version"},
 };
@@ -83,9 +87,10 @@ void write_capture(JsonWriter& j, const std::map<std::string, std::string>& meta
   };
   for (const CaptureFact& f : kCaptureFacts)
     if (auto it = meta.find(f.key); it != meta.end()) fact(f.label, it->second);
-  // Layer dedup and the metric set, whatever keys the capture recorded for them.
+  // The framework's version and layer dedup, under whatever keys the capture recorded them.
   for (const auto& [key, value] : meta)
-    if (starts_with(key, "dedup.") || starts_with(key, "metrics.")) fact(key, value);
+    if (contains(key, "torch_version") || ends_with(key, "versions.torch") || starts_with(key, "dedup."))
+      fact(key, value);
   j.end_array();
 }
 
