@@ -217,8 +217,8 @@ std::vector<GroupStats> group(const Timeline& tl, const AttributionTable& attr, 
     auto [it, inserted] = index.emplace(key, groups.size());
     if (inserted) {
       GroupAccumulator acc;
-      acc.stats.key = key == kNoString ? (by == GroupBy::kModule ? "[no module]" : "[unattributed]")
-                                       : std::string(tl.str(key));
+      acc.stats.key = std::string(key == kNoString ? (by == GroupBy::kModule ? kNoModuleKey : kUnattributedKey)
+                                                   : tl.str(key));
       if (by == GroupBy::kOperator) acc.stats.fused_ops = std::string(tl.str(attr.fused_ops[i]));
       acc.sum.assign(m, 0.0);
       acc.weight.assign(m, 0.0);

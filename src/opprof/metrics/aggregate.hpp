@@ -47,6 +47,11 @@ inline constexpr std::array<const char*, 3> kGroupByNames = {"operator", "module
 static_assert(kGroupByNames.size() == static_cast<std::size_t>(GroupBy::kFamily) + 1);
 inline const char* to_string(GroupBy g) { return enum_name(kGroupByNames, g); }
 
+// The group of the kernels without a module path (GroupBy::kModule), and of those without an operator
+// or family: not a module or operator, the unattributed remainder.
+inline constexpr std::string_view kNoModuleKey = "[no module]";
+inline constexpr std::string_view kUnattributedKey = "[unattributed]";
+
 struct GroupStats {
   std::string key;                 // operator name, module path or kernel family
   std::string fused_ops;           // operators only: the ATen ops an Inductor kernel fuses

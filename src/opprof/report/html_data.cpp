@@ -234,6 +234,33 @@ void write_ceilings(JsonWriter& j, const std::map<std::string, std::string>& met
   j.end_object();
 }
 
+void write_module_node(JsonWriter& j, const ModuleNode& n) {
+  j.begin_object();
+  j.key("name").string(n.name);
+  j.key("path").string(n.path);
+  j.key("self_ns").integer(n.self_ns);
+  j.key("inclusive_ns").integer(n.inclusive_ns);
+  j.key("self_kernels").unsigned_integer(n.self_kernels);
+  j.key("inclusive_kernels").unsigned_integer(n.inclusive_kernels);
+  j.key("bottleneck").string_or_null(n.bottleneck);
+  j.key("bottleneck_why").string_or_null(n.bottleneck_why);
+  j.key("children").begin_array();
+  for (const ModuleNode& c : n.children) write_module_node(j, c);
+  j.end_array();
+  j.end_object();
+}
+
+void write_module_tree(JsonWriter& j, const ModuleTree& tree) {
+  j.key("module_tree").begin_object();
+  j.key("module_ns").integer(tree.module_ns);
+  j.key("no_module_ns").integer(tree.no_module_ns);
+  j.key("no_module_kernels").unsigned_integer(tree.no_module_kernels);
+  j.key("roots").begin_array();
+  for (const ModuleNode& n : tree.roots) write_module_node(j, n);
+  j.end_array();
+  j.end_object();
+}
+
 void write_strings(JsonWriter& j, std::string_view key, const std::vector<std::string>& items) {
   j.key(key).begin_array();
   for (const std::string& s : items) j.string(s);
@@ -259,6 +286,7 @@ std::string html_report_data(const ProfileReader& profile) {
   write_coverage(j, s.coverage);
   write_group_lines(j, "operators", s.operators);
   write_group_lines(j, "modules", s.modules);
+  write_module_tree(j, s.module_tree);
   write_group_lines(j, "families", s.families);
   write_kernel_lines(j, kernel_lines(profile));
   write_ceilings(j, s.metadata);

@@ -34,10 +34,10 @@ double metric_or_nan(const GroupStats& g, std::size_t index) {
   return index < g.metric.size() ? g.metric[index] : kNaN;
 }
 
-std::vector<GroupLine> group_lines(const ProfileReader& profile, GroupBy by, std::size_t top,
-                                   const KeyMetricIndex& keys, std::int64_t kernel_time_ns) {
+std::vector<GroupLine> group_lines(std::vector<GroupStats> groups, const KeyMetricIndex& keys,
+                                   std::int64_t kernel_time_ns) {
   std::vector<GroupLine> out;
-  for (GroupStats& g : profile.groups(by, top)) {
+  for (GroupStats& g : groups) {
     GroupLine line;
     line.time_pct = kernel_time_ns > 0 ? 100.0 * static_cast<double>(g.time_ns) / static_cast<double>(kernel_time_ns)
                                        : 0.0;
@@ -70,9 +70,12 @@ ReportSummary summarize_profile(const ProfileReader& profile, const ReportOption
       find_key_metric(profile, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram"),
       find_key_metric(profile, "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "tensor"),
       find_key_metric(profile, "sm__warps_active.avg.pct_of_peak_sustained_active", "occupancy")};
-  s.operators = group_lines(profile, GroupBy::kOperator, options.top, keys, c.kernel_time_ns);
-  s.modules = group_lines(profile, GroupBy::kModule, options.top, keys, c.kernel_time_ns);
-  s.families = group_lines(profile, GroupBy::kFamily, options.top, keys, c.kernel_time_ns);
+  s.operators = group_lines(profile.groups(GroupBy::kOperator, options.top), keys, c.kernel_time_ns);
+  std::vector<GroupStats> modules = profile.groups(GroupBy::kModule);
+  s.module_tree = build_module_tree(modules);
+  if (options.top > 0 && modules.size() > options.top) modules.resize(options.top);
+  s.modules = group_lines(std::move(modules), keys, c.kernel_time_ns);
+  s.families = group_lines(profile.groups(GroupBy::kFamily, options.top), keys, c.kernel_time_ns);
   s.operator_count = profile.group_count(GroupBy::kOperator);
   s.module_count = profile.group_count(GroupBy::kModule);
   for (const ProfileMetric& m : profile.metrics())

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "opprof/metrics/aggregate.hpp"
+#include "opprof/report/module_tree.hpp"
 #include "opprof/store/profile_reader.hpp"
 
 namespace opprof {
@@ -38,8 +39,9 @@ struct ReportSummary {
   std::map<std::string, std::string> metadata;
   Coverage coverage;
   std::vector<GroupLine> operators;  // the top ones, largest time first
-  std::vector<GroupLine> modules;
-  std::vector<GroupLine> families;   // kernel families, the top ones as for operators
+  std::vector<GroupLine> modules;   // module paths as attributed: self time of each
+  ModuleTree module_tree;           // every module path and its prefixes, inclusive and self time
+  std::vector<GroupLine> families;  // kernel families, the top ones as for operators
   std::size_t operator_count = 0;    // all operators in the profile
   std::size_t module_count = 0;
   std::vector<std::string> missing_metrics;  // in the metric set, absent from the ncu CSV

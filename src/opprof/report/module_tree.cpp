@@ -1,0 +1,121 @@
+#include "opprof/report/module_tree.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "opprof/util/text.hpp"
+
+namespace opprof {
+namespace {
+
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+ModuleNode& child_named(ModuleNode& parent, std::string_view name) {
+  for (ModuleNode& c : parent.children)
+    if (c.name == name) return c;
+  ModuleNode& c = parent.children.emplace_back();
+  c.name = std::string(name);
+  c.path = parent.path.empty() ? c.name : parent.path + "." + c.name;
+  c.depth = parent.depth + 1;
+  return c;
+}
+
+// Sums inclusive time bottom-up, sorts the children and counts the nodes.
+std::size_t finish(ModuleNode& node) {
+  std::size_t nodes = 1;
+  node.inclusive_ns = node.self_ns;
+  node.inclusive_kernels = node.self_kernels;
+  for (ModuleNode& c : node.children) {
+    nodes += finish(c);
+    node.inclusive_ns += c.inclusive_ns;
+    node.inclusive_kernels += c.inclusive_kernels;
+  }
+  std::sort(node.children.begin(), node.children.end(), [](const ModuleNode& a, const ModuleNode& b) {
+    return a.inclusive_ns != b.inclusive_ns ? a.inclusive_ns > b.inclusive_ns : natural_less(a.name, b.name);
+  });
+  return nodes;
+}
+
+// last_depth: the deepest node.depth listed; 0 for all.
+void flatten(const ModuleNode& node, int last_depth, std::vector<const ModuleNode*>& out) {
+  if (last_depth > 0 && node.depth > last_depth) return;
+  out.push_back(&node);
+  for (const ModuleNode& c : node.children) flatten(c, last_depth, out);
+}
+
+}  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      std::size_t ei = i, ej = j;
+      while (ei < a.size() && is_digit(a[ei])) ++ei;
+      while (ej < b.size() && is_digit(b[ej])) ++ej;
+      // Without leading zeros the longer run is the larger number; with equal length, text order is number order.
+      std::string_view x = a.substr(i, ei - i), y = b.substr(j, ej - j);
+      const std::size_t zx = std::min(x.find_first_not_of('0'), x.size());
+      const std::size_t zy = std::min(y.find_first_not_of('0'), y.size());
+      x.remove_prefix(zx);
+      y.remove_prefix(zy);
+      if (x.size() != y.size()) return x.size() < y.size();
+      if (x != y) return x < y;
+      i = ei;
+      j = ej;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+ModuleTree build_module_tree(const std::vector<GroupStats>& modules) {
+  ModuleTree tree;
+  ModuleNode top;  // holds the roots while the tree is built: depth 0, empty path
+  top.depth = 0;
+  for (const GroupStats& g : modules) {
+    if (g.key == kNoModuleKey) {
+      tree.no_module_ns += g.time_ns;
+      tree.no_module_kernels += g.kernels;
+      continue;
+    }
+    ModuleNode* node = &top;
+    for (std::string_view part : split(g.key, '.')) node = &child_named(*node, part);
+    node->self_ns += g.time_ns;
+    node->self_kernels += g.kernels;
+    node->bottleneck = g.bottleneck;
+    node->bottleneck_why = g.bottleneck_why;
+  }
+  tree.nodes = finish(top) - 1;
+  tree.roots = std::move(top.children);
+  tree.module_ns = top.inclusive_ns;
+  tree.module_kernels = top.inclusive_kernels;
+  return tree;
+}
+
+const ModuleNode* find_module(const ModuleTree& tree, std::string_view path) {
+  const std::vector<ModuleNode>* level = &tree.roots;
+  const ModuleNode* found = nullptr;
+  for (std::string_view part : split(path, '.')) {
+    auto it = std::find_if(level->begin(), level->end(), [&](const ModuleNode& n) { return n.name == part; });
+    if (it == level->end()) return nullptr;
+    found = &*it;
+    level = &it->children;
+  }
+  return found;
+}
+
+std::vector<const ModuleNode*> flatten_module_tree(const ModuleTree& tree, int max_depth, std::string_view prefix) {
+  std::vector<const ModuleNode*> out;
+  if (!prefix.empty()) {
+    if (const ModuleNode* node = find_module(tree, prefix))
+      flatten(*node, max_depth > 0 ? node->depth + max_depth - 1 : 0, out);
+    return out;
+  }
+  for (const ModuleNode& root : tree.roots) flatten(root, max_depth, out);
+  return out;
+}
+
+}  // namespace opprof
