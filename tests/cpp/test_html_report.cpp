@@ -85,7 +85,7 @@ TEST_F(HtmlReportTest, TheBlobHoldsTheDatabasesFigures) {
     simdjson::dom::array rows = doc[key].get_array();
     ASSERT_EQ(rows.size(), groups.size()) << key;  // every group, not the top few
     for (std::size_t i = 0; i < groups.size(); ++i) {
-      EXPECT_EQ(rows.at(i)["key"].get_string().value(), groups[i].key);
+      EXPECT_EQ(rows.at(i)["name"].get_string().value(), groups[i].key);
       EXPECT_EQ(rows.at(i)["time_ns"].get_int64().value(), groups[i].time_ns);
       EXPECT_EQ(rows.at(i)["kernels"].get_uint64().value(), groups[i].kernels);
     }

@@ -30,13 +30,28 @@ def exported(tmp_path_factory):
         return db, trace, json.load(f)
 
 
-def test_trace_matches_the_trace_event_format(exported):
-    _, _, doc = exported
+def trace_event_validator():
     with open(SCHEMA, encoding="utf-8") as f:
         schema = json.load(f)
     jsonschema.Draft202012Validator.check_schema(schema)
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_trace_matches_the_trace_event_format(exported):
+    _, _, doc = exported
+    errors = list(trace_event_validator().iter_errors(doc))
     assert errors == [], "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:10])
+
+
+def test_the_schema_refuses_what_perfetto_cannot_read():
+    broken = {"traceEvents": [
+        {"ph": "X", "name": "no duration", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "C", "name": "text counter", "pid": 1, "tid": 0, "ts": 1, "args": {"value": "high"}},
+        {"ph": "f", "name": "flow without id", "pid": 1, "tid": 1, "ts": 2, "bp": "e"},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1},
+    ]}
+    failed = {e.absolute_path[1] for e in trace_event_validator().iter_errors(broken)}
+    assert failed == {0, 1, 2, 3}
 
 
 def test_every_activity_launch_and_flow_of_the_database(exported):

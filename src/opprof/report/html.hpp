@@ -11,9 +11,8 @@
 //   coverage {kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns,
 //             paths [{name, ns}], phases [{name, ns}], ncu {available, rows, matched, unmatched_rows,
 //             unmatched_kernels}}
-//   operators, modules, families [{key, fused_ops, kernels, time_ns, time_share, counted_time_ns,
-//             bottleneck, bottleneck_why, sm_pct, dram_pct, tensor_pct, occupancy_pct, dram_bytes, dram_gbps,
-//             flops, tensor_flops, fp32_flops, gflops, tensor_gflops, fp32_gflops, arithmetic_intensity}]
+//   operators, modules, families [{name, fused_ops, kernels, time_ns, time_pct, ...}]: every group, as
+//             `report --json` writes its groups (write_group_lines)
 //   module_tree {module_ns, no_module_ns, no_module_kernels, roots [{name, path, self_ns, inclusive_ns,
 //             self_kernels, inclusive_kernels, bottleneck, children [..]}]}
 //   kernels [{name, family, kernels, time_ns, counted_kernels, ncu_time_ns, dram_bytes, flops, tensor_flops,

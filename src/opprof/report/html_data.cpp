@@ -8,6 +8,7 @@
 
 #include "opprof/metrics/gpu_ceilings.hpp"
 #include "opprof/report/html.hpp"
+#include "opprof/report/json.hpp"
 #include "opprof/report/json_writer.hpp"
 #include "opprof/report/summary.hpp"
 #include "opprof/store/sqlite.hpp"
@@ -16,47 +17,8 @@
 namespace opprof {
 namespace {
 
-// A group's figures in the blob, one accessor per key: the key list and the values cannot drift apart.
-struct GroupField {
-  const char* key;
-  double (*value)(const GroupLine&);
-};
-// Derived figures use -1 for unknown (GroupStats), counters NaN: both are written as null.
+// Derived figures use -1 for unknown: written as null.
 double known(double v) { return v < 0 ? std::numeric_limits<double>::quiet_NaN() : v; }
-constexpr GroupField kGroupFields[] = {
-    {"time_share", [](const GroupLine& g) { return g.stats.time_share; }},
-    {"sm_pct", [](const GroupLine& g) { return g.counters.sm_pct; }},
-    {"dram_pct", [](const GroupLine& g) { return g.counters.dram_pct; }},
-    {"tensor_pct", [](const GroupLine& g) { return g.counters.tensor_pct; }},
-    {"occupancy_pct", [](const GroupLine& g) { return g.counters.occupancy_pct; }},
-    {"dram_bytes", [](const GroupLine& g) { return known(g.stats.dram_bytes); }},
-    {"dram_gbps", [](const GroupLine& g) { return known(g.stats.dram_bandwidth_gbps); }},
-    {"flops", [](const GroupLine& g) { return known(g.stats.flops); }},
-    {"tensor_flops", [](const GroupLine& g) { return known(g.stats.tensor_flops); }},
-    {"fp32_flops", [](const GroupLine& g) { return known(g.stats.fp32_flops); }},
-    {"gflops", [](const GroupLine& g) { return known(g.stats.gflops); }},
-    {"tensor_gflops", [](const GroupLine& g) { return known(g.stats.tensor_gflops); }},
-    {"fp32_gflops", [](const GroupLine& g) { return known(g.stats.fp32_gflops); }},
-    {"arithmetic_intensity", [](const GroupLine& g) { return known(g.stats.arithmetic_intensity); }},
-};
-
-void write_group_lines(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
-  j.key(key).begin_array();
-  for (const GroupLine& line : lines) {
-    const GroupStats& g = line.stats;
-    j.begin_object();
-    j.key("key").string(g.key);
-    j.key("fused_ops").string_or_null(g.fused_ops);
-    j.key("kernels").unsigned_integer(g.kernels);
-    j.key("time_ns").integer(g.time_ns);
-    j.key("counted_time_ns").integer(g.counted_time_ns);
-    j.key("bottleneck").string_or_null(g.bottleneck);
-    j.key("bottleneck_why").string_or_null(g.bottleneck_why);
-    for (const GroupField& f : kGroupFields) j.key(f.key).number(f.value(line));
-    j.end_object();
-  }
-  j.end_array();
-}
 
 // The capture facts the page lists first, by meta key; absent keys are left out.
 struct CaptureFact {

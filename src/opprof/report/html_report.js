@@ -171,10 +171,10 @@
   // Columns of a group table (operators, modules, families).
   function groupColumns(nameLabel, withFused) {
     const cols = [
-      { key: 'key', label: nameLabel, cls: 'name' },
+      { key: 'name', label: nameLabel, cls: 'name' },
       { key: 'kernels', label: 'kernels', num: true, fmt: fmtInt },
       { key: 'time_ns', label: 'time', num: true, fmt: fmtTime },
-      { key: 'time_share', label: '% time', num: true, fmt: fmtPct },
+      { key: 'time_pct', label: '% time', num: true, fmt: fmtFixed(1) },
       { key: 'bottleneck', label: 'bottleneck', fmt: fmtText },
       { key: 'dram_gbps', label: 'DRAM GB/s', num: true, fmt: fmtFixed(1) },
       { key: 'tensor_gflops', label: 'tensor GFLOP/s', num: true, fmt: fmtFixed(1) },
@@ -190,7 +190,7 @@
     const top = groups.slice(0, 20);
     const row = el('div', { class: 'charts' });
     s.append(row);
-    barChart(chartBox(row, 'chart-' + id, true), top.map((g) => g.key), top.map((g) => ms(g.time_ns)), 'ms', true);
+    barChart(chartBox(row, 'chart-' + id, true), top.map((g) => g.name), top.map((g) => ms(g.time_ns)), 'ms', true);
     table(s, 'table-' + id, groupColumns(nameLabel, withFused), groups.slice());
     return s;
   }
@@ -277,7 +277,7 @@
     const ops = withFlops(data.operators), kernels = withFlops(data.kernels);
     if (!ops.length && !kernels.length) s.append(el('p', { class: 'note', id: 'roofline-empty', text: 'The profile has no FLOP counters (no ncu pass, or a metric set without them): nothing to place on a roofline.' }));
     else {
-      roofline(chartBox(row, 'chart-roofline-operators', true), 'Operators', ops, (r) => r.key, c);
+      roofline(chartBox(row, 'chart-roofline-operators', true), 'Operators', ops, (r) => r.name, c);
       roofline(chartBox(row, 'chart-roofline-kernels', true), 'Kernels', kernels, (r) => r.name, c);
     }
   }

@@ -3,9 +3,8 @@
 #include "opprof/report/json_writer.hpp"
 
 namespace opprof {
-namespace {
 
-void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
+void write_group_lines(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
   j.key(key).begin_array();
   for (const GroupLine& line : lines) {
     const GroupStats& g = line.stats;
@@ -35,6 +34,8 @@ void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLi
   }
   j.end_array();
 }
+
+namespace {
 
 // A part of the kernel time as "<name>_ns" and its share of all kernel time as "<name>_pct".
 void time_and_share(JsonWriter& j, const Coverage& c, std::string_view name, std::int64_t ns) {
@@ -126,9 +127,9 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   }
   j.end_object();
 
-  write_groups(j, "operators", s.operators);
+  write_group_lines(j, "operators", s.operators);
   j.key("operator_count").unsigned_integer(s.operator_count);
-  write_groups(j, "modules", s.modules);
+  write_group_lines(j, "modules", s.modules);
   j.key("module_count").unsigned_integer(s.module_count);
   string_array(j, "warnings", s.warnings);
   j.end_object();

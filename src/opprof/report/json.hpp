@@ -23,11 +23,17 @@
 //   operator_count, module_count                              all groups in the profile
 //   warnings [..]
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "opprof/report/json_writer.hpp"
 #include "opprof/report/summary.hpp"
 #include "opprof/store/profile_reader.hpp"
 
 namespace opprof {
+
+// key: an array of the groups' objects as in "operators" above; the HTML report's blob writes them too.
+void write_group_lines(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines);
 
 // The JSON document, pretty-printed, ending in a newline.
 std::string render_json_report(const ProfileReader& profile, const ReportOptions& options = {});
