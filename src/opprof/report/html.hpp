@@ -9,8 +9,7 @@
 // The blob's top-level keys (times in ns, shares as fractions 0..1, unknown numbers null):
 //   profile, schema_version, opprof_version, capture [[label, value]], metadata {key: value}, warnings [..]
 //   coverage {kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns,
-//             paths [{name, ns}], phases [{name, ns}], ncu {available, rows, matched, unmatched_rows,
-//             unmatched_kernels}}
+//             paths [{name, ns}], phases [{name, ns}], ncu {available, rows, matched}}
 //   operators, modules, families [{name, fused_ops, kernels, time_ns, time_pct, ...}]: every group, as
 //             `report --json` writes its groups (write_group_lines)
 //   module_tree {module_ns, no_module_ns, no_module_kernels, roots [{name, path, self_ns, inclusive_ns,

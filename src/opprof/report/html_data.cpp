@@ -71,13 +71,9 @@ void write_coverage(JsonWriter& j, const Coverage& c) {
   for (std::size_t p = 0; p < kPhaseNames.size(); ++p)
     j.begin_object().key("name").string(kPhaseNames[p]).key("ns").integer(c.by_phase_ns[p]).end_object();
   j.end_array();
-  j.key("ncu").begin_object();
-  j.key("available").boolean(c.has_ncu);
-  j.key("rows").unsigned_integer(c.ncu_rows);
-  j.key("matched").unsigned_integer(c.ncu_matched);
-  j.key("unmatched_rows").unsigned_integer(c.ncu_unmatched_rows);
-  j.key("unmatched_kernels").unsigned_integer(c.ncu_unmatched_kernels);
-  j.end_object();
+  // The match's other counts are in the warnings and the match notes.
+  j.key("ncu").begin_object().key("available").boolean(c.has_ncu);
+  j.key("rows").unsigned_integer(c.ncu_rows).key("matched").unsigned_integer(c.ncu_matched).end_object();
   j.end_object();
 }
 

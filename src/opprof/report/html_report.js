@@ -56,9 +56,9 @@
     main.append(s);
     return s;
   }
-  function chartBox(parent, id, tall) {
+  function chartBox(parent, id, size) {
     const canvas = el('canvas', { id: id });
-    parent.append(el('div', { class: 'chart' + (tall ? ' tall' : '') }, canvas));
+    parent.append(el('div', { class: 'chart' + (size ? ' ' + size : '') }, canvas));
     return canvas;
   }
 
@@ -108,13 +108,14 @@
     return t;
   }
 
-  function barChart(canvas, labels, values, label, horizontal) {
+  function barChart(canvas, labels, values, label, horizontal, title) {
     charts[canvas.id] = new Chart(canvas, {
       type: 'bar',
       data: { labels: labels, datasets: [{ label: label, data: values, backgroundColor: palette[0] }] },
       options: {
         indexAxis: horizontal ? 'y' : 'x',
-        plugins: { legend: { display: false }, tooltip: { callbacks: { label: (c) => label + ': ' + c.formattedValue } } },
+        plugins: { legend: { display: false }, title: { display: !!title, text: title || '' },
+          tooltip: { callbacks: { label: (c) => label + ': ' + c.formattedValue } } },
         scales: horizontal ? { y: { ticks: { autoSkip: false, callback: function (v) { return shorten(this.getLabelForValue(v), 42); } } } } : {},
       },
     });
@@ -137,8 +138,8 @@
     header.append(el('div', { class: 'warnings', id: 'warnings' }, el('strong', { text: 'Warnings' }), ul));
   }
   const nav = el('nav');
-  for (const [id, t] of [['coverage', 'Coverage'], ['operators', 'Operators'], ['modules', 'Modules'], ['families', 'Kernel families'],
-    ['roofline', 'Roofline'], ['kernels', 'Kernels'], ['unattributed', 'Unattributed'], ['capture', 'Capture']])
+  for (const [id, t] of [['coverage', 'Coverage'], ['roofline', 'Roofline'], ['operators', 'Operators'], ['modules', 'Modules'],
+    ['families', 'Kernel families'], ['kernels', 'Kernels'], ['unattributed', 'Unattributed'], ['capture', 'Capture']])
     nav.append(el('a', { href: '#' + id, text: t }));
   const main = el('main');
   app.append(header, nav, main);
@@ -158,8 +159,10 @@
     s.append(cards);
     const row = el('div', { class: 'charts' });
     s.append(row);
-    barChart(chartBox(row, 'chart-paths'), cov.paths.map((p) => p.name), cov.paths.map((p) => 100 * share(p.ns)), '% of kernel time');
-    barChart(chartBox(row, 'chart-phases'), cov.phases.map((p) => p.name), cov.phases.map((p) => 100 * share(p.ns)), '% of kernel time');
+    barChart(chartBox(row, 'chart-paths', 'short'), cov.paths.map((p) => p.name), cov.paths.map((p) => 100 * share(p.ns)), '% of kernel time', false,
+      '% of kernel time by attribution path');
+    barChart(chartBox(row, 'chart-phases', 'short'), cov.phases.map((p) => p.name), cov.phases.map((p) => 100 * share(p.ns)), '% of kernel time', false,
+      '% of kernel time by phase');
     const rows = cov.paths.map((p) => ({ key: 'path: ' + p.name, ns: p.ns })).concat(cov.phases.map((p) => ({ key: 'phase: ' + p.name, ns: p.ns })));
     table(s, 'table-coverage', [
       { key: 'key', label: 'part' },
@@ -168,6 +171,26 @@
     ], rows);
   }
 
+  // Rooflines: achieved FLOP/s (tensor and FP32 separately) against arithmetic intensity, under the GPU's ceilings.
+  {
+    const c = data.ceilings;
+    const gpu = (data.capture.find((f) => f[0] === 'GPU') || [null, 'an unknown GPU'])[1];
+    const s = section('roofline', 'Roofline',
+      'Achieved GFLOP/s of each operator and kernel that ncu measured, tensor-core and FP32 CUDA-core work as separate points, against ' +
+      'arithmetic intensity (all FLOPs per DRAM byte). ' +
+      (c ? 'Ceilings: ' + c.device + ', ' + c.source + ' (peak at the boost clock; unlocked clocks move the points).'
+        : 'No ceilings: the catalog (data/gpu_ceilings.tsv) has no entry for ' + gpu + '.'));
+    const row = el('div', { class: 'charts' });
+    s.append(row);
+    const withFlops = (rows) => rows.filter((r) => isNum(r.arithmetic_intensity) && r.arithmetic_intensity > 0 &&
+      ((isNum(r.tensor_gflops) && r.tensor_gflops > 0) || (isNum(r.fp32_gflops) && r.fp32_gflops > 0)));
+    const ops = withFlops(data.operators), kernels = withFlops(data.kernels);
+    if (!ops.length && !kernels.length) s.append(el('p', { class: 'note', id: 'roofline-empty', text: 'The profile has no FLOP counters (no ncu pass, or a metric set without them): nothing to place on a roofline.' }));
+    else {
+      roofline(chartBox(row, 'chart-roofline-operators', 'tall'), 'Operators', ops, (r) => r.name, c);
+      roofline(chartBox(row, 'chart-roofline-kernels', 'tall'), 'Kernels', kernels, (r) => r.name, c);
+    }
+  }
   // Columns of a group table (operators, modules, families).
   function groupColumns(nameLabel, withFused) {
     const cols = [
@@ -190,7 +213,8 @@
     const top = groups.slice(0, 20);
     const row = el('div', { class: 'charts' });
     s.append(row);
-    barChart(chartBox(row, 'chart-' + id, true), top.map((g) => g.name), top.map((g) => ms(g.time_ns)), 'ms', true);
+    barChart(chartBox(row, 'chart-' + id, 'tall'), top.map((g) => g.name), top.map((g) => ms(g.time_ns)), 'ms', true,
+      'kernel time (ms), largest ' + top.length);
     table(s, 'table-' + id, groupColumns(nameLabel, withFused), groups.slice());
     return s;
   }
@@ -211,7 +235,8 @@
       }
     })(tree.roots, 0, null);
     const topLevel = flat.filter((f) => f.depth <= 1).sort((a, b) => b.node.inclusive_ns - a.node.inclusive_ns).slice(0, 20);
-    barChart(chartBox(row, 'chart-modules', true), topLevel.map((f) => f.node.path), topLevel.map((f) => ms(f.node.inclusive_ns)), 'inclusive ms', true);
+    barChart(chartBox(row, 'chart-modules', 'tall'), topLevel.map((f) => f.node.path), topLevel.map((f) => ms(f.node.inclusive_ns)), 'inclusive ms', true,
+      'inclusive kernel time (ms) of the top two levels');
     const t = el('table', { id: 'table-module-tree' });
     const cols = ['module', 'inclusive', '% incl.', 'self', 'kernels (incl.)', 'bottleneck (self)'];
     t.append(el('thead', {}, el('tr', {}, ...cols.map((c, i) => el('th', { class: i ? 'num' : '', text: c })))));
@@ -261,26 +286,6 @@
   groupSection('families', 'Time by kernel family', 'Kernel names with digits and template arguments stripped, so that one GEMM or one fused kernel shape is one row.',
     data.families, 'family', false);
 
-  // Rooflines: achieved FLOP/s (tensor and FP32 separately) against arithmetic intensity, under the GPU's ceilings.
-  {
-    const c = data.ceilings;
-    const gpu = (data.capture.find((f) => f[0] === 'GPU') || [null, 'an unknown GPU'])[1];
-    const s = section('roofline', 'Roofline',
-      'Achieved GFLOP/s of each operator and kernel that ncu measured, tensor-core and FP32 CUDA-core work as separate points, against ' +
-      'arithmetic intensity (all FLOPs per DRAM byte). ' +
-      (c ? 'Ceilings: ' + c.device + ', ' + c.source + ' (peak at the boost clock; unlocked clocks move the points).'
-        : 'No ceilings: the catalog (data/gpu_ceilings.tsv) has no entry for ' + gpu + '.'));
-    const row = el('div', { class: 'charts' });
-    s.append(row);
-    const withFlops = (rows) => rows.filter((r) => isNum(r.arithmetic_intensity) && r.arithmetic_intensity > 0 &&
-      ((isNum(r.tensor_gflops) && r.tensor_gflops > 0) || (isNum(r.fp32_gflops) && r.fp32_gflops > 0)));
-    const ops = withFlops(data.operators), kernels = withFlops(data.kernels);
-    if (!ops.length && !kernels.length) s.append(el('p', { class: 'note', id: 'roofline-empty', text: 'The profile has no FLOP counters (no ncu pass, or a metric set without them): nothing to place on a roofline.' }));
-    else {
-      roofline(chartBox(row, 'chart-roofline-operators', true), 'Operators', ops, (r) => r.name, c);
-      roofline(chartBox(row, 'chart-roofline-kernels', true), 'Kernels', kernels, (r) => r.name, c);
-    }
-  }
   function roofline(canvas, title, rows, nameOf, c) {
     const tensor = [], fp32 = [];
     for (const r of rows) {
