@@ -149,10 +149,11 @@ TEST_F(PerfettoExportTest, CounterTracksFromNcuPercentagesAndNamedTracks) {
   for (simdjson::dom::element m : of_phase('M'))
     names[{m["pid"].get_int64().value(), m["tid"].get_int64().value()}] +=
         std::string(m["name"].get_string().value()) + "=" + std::string(m["args"]["name"].get_string().value()) + ";";
-  EXPECT_EQ(names[{kPerfettoGpuPidBase, 0}], "process_name=GPU 0 (NVIDIA H200);");
-  EXPECT_EQ(names[{kPerfettoGpuPidBase, 7}], "thread_name=stream 7;");
-  EXPECT_EQ(names[{kPerfettoGpuPidBase, kPerfettoStreamRangeTidBase + 7}], "thread_name=stream 7 ranges;");
-  EXPECT_EQ(names[{4242, 77}], "thread_name=thread 77;");
+  auto track = [&](std::int64_t pid, std::int64_t tid) { return names[std::pair{pid, tid}]; };
+  EXPECT_EQ(track(kPerfettoGpuPidBase, 0), "process_name=GPU 0 (NVIDIA H200);");
+  EXPECT_EQ(track(kPerfettoGpuPidBase, 7), "thread_name=stream 7;");
+  EXPECT_EQ(track(kPerfettoGpuPidBase, kPerfettoStreamRangeTidBase + 7), "thread_name=stream 7 ranges;");
+  EXPECT_EQ(track(4242, 77), "thread_name=thread 77;");
   EXPECT_EQ(doc["displayTimeUnit"].get_string().value(), "ns");
 }
 

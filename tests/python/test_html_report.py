@@ -81,8 +81,10 @@ def page(report):
         pg.wait_for_selector("body[data-opprof-ready='1']", timeout=20000)
         pg.errors, pg.requests = errors, requests
         shot = os.environ.get("OPPROF_REPORT_SCREENSHOT")
-        if shot:
-            pg.screenshot(path=shot, full_page=False)
+        if shot:  # the coverage and the rooflines
+            pg.set_viewport_size({"width": 1400, "height": 1450})
+            pg.screenshot(path=shot)
+            pg.set_viewport_size({"width": 1400, "height": 1000})
         yield pg
         browser.close()
 
