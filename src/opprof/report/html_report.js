@@ -1,4 +1,4 @@
-// opprof HTML report: draws the page from the JSON blob in <script id="opprof-data"> with Chart.js.
+// opprof HTML report: draws the page from the JSON blob in the element with id opprof-data, with Chart.js.
 // Every figure comes from the blob; the page computes nothing but shares and formatting. Tables carry
 // each cell's raw value in data-value (the browser test compares those and the shown text with the
 // database), and every chart is registered in window.opprofCharts by its canvas id.
