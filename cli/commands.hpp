@@ -35,6 +35,7 @@ Command add_profile_command(CLI::App& app);
 Command add_metrics_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
 Command add_optimize_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
 
 // Adds every subcommand to app.
 void register_commands(CLI::App& app);

@@ -4,10 +4,12 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "opprof/report/html.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/atomic_file.hpp"
 
 namespace opprof::cli {
 namespace {
@@ -15,6 +17,7 @@ namespace {
 struct ReportCommandOptions {
   std::string database;
   bool json = false;
+  std::string html;  // --html FILE: write the HTML report there instead of printing
   int top = 15;
   bool top_given = false;  // --json lists every row unless --top is given
   std::string by = "operator";
@@ -29,6 +32,10 @@ int run_report(const ReportCommandOptions& o) {
   if (o.width != 0 && o.width < kMinReportWidth)
     throw InputError("--width", fmt::format("{} is narrower than the report's least width, {}", o.width, kMinReportWidth));
   ProfileReader profile(o.database);
+  if (!o.html.empty()) {
+    write_file_atomically(o.html, render_html_report(profile));
+    return 0;
+  }
   opprof::ReportOptions options;
   options.top = static_cast<std::size_t>(o.json && !o.top_given ? 0 : o.top);
   options.by = report_by_from_string(o.by);
@@ -47,6 +54,8 @@ Command add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Summarize a profile database (terminal table, or --json)");
   cmd->add_option("database", o->database, "Profile database written by `opprof attribute` or `opprof profile`")->required();
   cmd->add_flag("--json", o->json, "Print the machine-readable summary instead (docs/report_json.md)");
+  cmd->add_option("--html", o->html, "Write a self-contained HTML report (charts, roofline, tables) to this file")
+      ->excludes("--json");
   cmd->add_option_function<int>("--top", [o](const int& n) { o->top = n, o->top_given = true; },
                                 "Rows per table and module tree nodes to list (0: all; default 15, --json all)")
       ->check(CLI::NonNegativeNumber);

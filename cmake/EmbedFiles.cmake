@@ -1,11 +1,17 @@
 # opprof_embed_files(OUT file...) writes OUT, a C++ source defining opprof::embedded_file(name),
-# which returns the bytes of each named data file (by base name) or an empty view.
+# which returns the bytes of each named file (by base name, unique) or an empty view.
 function(opprof_embed_files out)
   set(entries "")
   set(arrays "")
   set(i 0)
+  set(names "")
   foreach(path IN LISTS ARGN)
     get_filename_component(name ${path} NAME)
+    # Files are found by base name: two of one name would shadow each other.
+    if(name IN_LIST names)
+      message(FATAL_ERROR "opprof_embed_files: two embedded files are named ${name} (${path})")
+    endif()
+    list(APPEND names ${name})
     file(READ ${path} hex HEX)
     string(LENGTH "${hex}" hexlen)
     math(EXPR size "${hexlen} / 2")

@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# chromium: the HTML report's browser test (tests/python/test_html_report.py) renders the page in it.
 DEBS=(cmake ninja-build g++ pkg-config libsqlite3-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3 chromium)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +32,12 @@ if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
   if ! .venv/bin/python -c "import torch, pytest, numpy" 2>/dev/null; then
     echo "install_deps: pip install torch==2.13.0 pytest numpy (CPU build)" >&2
     .venv/bin/pip install -q --disable-pip-version-check "torch==2.13.0" pytest numpy
+  fi
+  # The report tests' drivers (pyproject's test extra): Playwright drives the system chromium (it downloads
+  # no browser of its own here), jsonschema checks the Perfetto export against the trace-event format.
+  if ! .venv/bin/python -c "import playwright.sync_api, jsonschema" 2>/dev/null; then
+    echo "install_deps: pip install playwright==1.65.2 jsonschema==4.26.0" >&2
+    .venv/bin/pip install -q --disable-pip-version-check "playwright==1.65.2" "jsonschema==4.26.0"
   fi
   # pandas: opprof.load's optional extra (pip install 'opprof[pandas]'), which the Python tests exercise.
   if ! .venv/bin/python -c "import pandas" 2>/dev/null; then

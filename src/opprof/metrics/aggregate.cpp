@@ -69,7 +69,6 @@ std::size_t metric_by_name(const KernelMetrics& km, std::string_view name) {
 
 // Floating-point work by where it runs. CUDA-core counters count thread instructions; the tensor path
 // counters count operations already (an FMA is 2).
-enum class FlopKind : std::uint8_t { kTensor, kFp32, kFp16, kFp64 };
 struct FlopCounter {
   std::string_view metric;
   FlopKind kind;
@@ -88,9 +87,11 @@ constexpr FlopCounter kCudaCoreFlopCounters[] = {
     {"sm__sass_thread_inst_executed_op_dmul_pred_on.sum", FlopKind::kFp64, 1},
 };
 
-// The FLOP kind and FLOP per count of a metric, or nullopt for a metric that counts no FLOPs. Tensor path
-// counters go by their name so that every chip's spelling counts: sm__ops_path_tensor_src_<type>...sum,
-// except integer types and the _op_<instruction>_ and _sparsity_ splits of the same operations.
+}  // namespace
+
+// Tensor path counters go by their name so that every chip's spelling counts:
+// sm__ops_path_tensor_src_<type>...sum, except integer types and the _op_<instruction>_ and _sparsity_
+// splits of the same operations.
 std::optional<std::pair<FlopKind, double>> flop_counter(std::string_view name) {
   for (const FlopCounter& c : kCudaCoreFlopCounters)
     if (name == c.metric) return std::pair{c.kind, c.flops_per_count};
@@ -100,6 +101,8 @@ std::optional<std::pair<FlopKind, double>> flop_counter(std::string_view name) {
     return std::pair{FlopKind::kTensor, 1.0};
   return std::nullopt;
 }
+
+namespace {
 
 // Indices of the per-kernel launch figures that give the occupancy registers and shared memory allow.
 struct OccupancyColumns {

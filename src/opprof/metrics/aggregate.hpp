@@ -3,8 +3,10 @@
 // bottleneck class per group; and the coverage figures of an attribution.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "opprof/attribute/attribution.hpp"
@@ -34,6 +36,11 @@ struct KernelMetrics {
 // Throws InputError at the CSV's units row when a metric's unit is not the one the set declares.
 KernelMetrics collect_kernel_metrics(const Timeline& tl, const NcuTable& ncu, const NcuMatch& match,
                                      const MetricSet& set);
+
+// Floating-point work by where it runs.
+enum class FlopKind : std::uint8_t { kTensor, kFp32, kFp16, kFp64 };
+// The FLOP kind and FLOP per count of an ncu metric, or nullopt for a metric that counts no FLOPs.
+std::optional<std::pair<FlopKind, double>> flop_counter(std::string_view metric);
 
 enum class GroupBy : std::uint8_t { kOperator = 0, kModule = 1, kFamily = 2 };
 inline constexpr std::array<const char*, 3> kGroupByNames = {"operator", "module", "family"};  // group_metrics.group_kind

@@ -4,9 +4,8 @@
 #include "opprof/util/text.hpp"
 
 namespace opprof {
-namespace {
 
-void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
+void write_group_lines(JsonWriter& j, std::string_view key, const std::vector<GroupLine>& lines) {
   j.key(key).begin_array();
   for (const GroupLine& line : lines) {
     const GroupStats& g = line.stats;
@@ -33,6 +32,8 @@ void write_groups(JsonWriter& j, std::string_view key, const std::vector<GroupLi
   }
   j.end_array();
 }
+
+namespace {
 
 // A node and its children down to last_depth (0: all).
 void write_module_node(JsonWriter& j, const ModuleNode& n, const Coverage& c, int last_depth) {
@@ -148,16 +149,16 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   }
   j.end_object();
 
-  write_groups(j, "operators", s.operators);
+  write_group_lines(j, "operators", s.operators);
   j.key("operator_count").unsigned_integer(s.operator_count);
-  write_groups(j, "modules", s.modules);
+  write_group_lines(j, "modules", s.modules);
   j.key("module_count").unsigned_integer(s.module_count);
   write_module_tree(j, s, options);
-  write_groups(j, "families", s.families);
+  write_group_lines(j, "families", s.families);
   j.key("family_count").unsigned_integer(s.family_count);
-  write_groups(j, "source_lines", s.source_lines);
+  write_group_lines(j, "source_lines", s.source_lines);
   j.key("source_line_count").unsigned_integer(s.source_line_count);
-  write_groups(j, "phases", s.phases);
+  write_group_lines(j, "phases", s.phases);
   j.key("warnings").strings(s.warnings);
   j.end_object();
   return j.str() + "\n";

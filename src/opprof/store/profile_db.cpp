@@ -12,7 +12,6 @@
 // rename itself survives a crash. Readers therefore see either the old file or the complete new one.
 #include "opprof/store/profile_db.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -21,7 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string_view>
@@ -31,6 +29,7 @@
 
 #include "opprof/store/schema_names.hpp"
 #include "opprof/store/sqlite.hpp"
+#include "opprof/util/atomic_file.hpp"
 #include "opprof/util/embedded.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -596,28 +595,6 @@ class Writer {
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
 };
 
-// Flushes a file's data to the device; throws on failure, since the rename would then publish a file
-// that may not survive a crash.
-void fsync_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw OutputError(fmt_errno(fmt::format("cannot open {} to flush it", path)));
-  if (::fsync(fd) != 0) {
-    std::string msg = fmt_errno(fmt::format("cannot flush {} to disk", path));
-    ::close(fd);
-    throw OutputError(msg);
-  }
-  ::close(fd);
-}
-
-// Makes a rename in dir durable. Best effort: some file systems refuse fsync on a directory, and by now
-// the new file is already in place, so a failure here must not turn a finished write into an error.
-void fsync_directory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
 void remove_quietly(const std::string& path) { (void)std::remove(path.c_str()); }
 
 }  // namespace
@@ -713,8 +690,7 @@ void ProfileDbWriter::finish(const ProfileInputs& in) {
     s_->fail(std::current_exception());
   }
   s_->published = true;
-  std::filesystem::path dir = std::filesystem::path(s_->path).parent_path();
-  fsync_directory(dir.empty() ? std::string(".") : dir.string());
+  fsync_directory(parent_directory(s_->path));
 }
 
 void write_profile_db(const std::string& path, const ProfileInputs& in) {

@@ -330,5 +330,6 @@ std::vector<ProfileNcuRow> ProfileReader::ncu_rows() const {
 }
 
 sqlite3* ProfileReader::handle() const { return impl_->db->handle(); }
+sqlite::Database& ProfileReader::database() const { return *impl_->db; }
 
 }  // namespace opprof

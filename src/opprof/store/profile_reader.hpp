@@ -15,6 +15,9 @@
 #include "opprof/metrics/aggregate.hpp"
 
 struct sqlite3;
+namespace opprof::sqlite {
+class Database;
+}
 
 namespace opprof {
 
@@ -113,6 +116,7 @@ class ProfileReader {
 
   // The open connection, for queries the typed access does not cover. Read-only.
   sqlite3* handle() const;
+  sqlite::Database& database() const;
 
  private:
   struct Impl;
