@@ -105,16 +105,8 @@ class AutogradLinker {
     return *first;
   }
 
-  struct ThreadKey {
-    std::uint32_t pid;
-    std::uint64_t owner;
-    bool operator==(const ThreadKey&) const = default;
-  };
-  struct ThreadKeyHash {
-    std::size_t operator()(const ThreadKey& k) const noexcept {
-      return std::hash<std::uint64_t>{}((std::uint64_t{k.pid} * 0x9E3779B97F4A7C15ull) ^ k.owner);
-    }
-  };
+  using ThreadKey = ThreadRangeIndexes::Key;  // (pid, thread)
+  using ThreadKeyHash = ThreadRangeIndexes::KeyHash;
 
   static constexpr std::uint64_t kSeveral = ~std::uint64_t{0};
   const Timeline& tl_;
