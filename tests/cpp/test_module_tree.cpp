@@ -158,3 +158,18 @@ TEST(ModuleTree, TheReportSummaryHoldsTheTreeOfTheProfile) {
   EXPECT_EQ(mlp->children[0].name, "c_fc");  // 2000 ns each: c_fc before c_proj
   EXPECT_EQ(mlp->children[1].name, "c_proj");
 }
+
+// torch.profiler's own module stacks (a plain with_modules trace) join their names with '/', not '.'.
+TEST(ModuleTree, SlashJoinedModuleStacksNestToo) {
+  const ModuleTree tree = build_module_tree({module_group("GPT2LMHeadModel_0/GPT2Model_0/GPT2Block_0", 3, 300),
+                                             module_group("GPT2LMHeadModel_0/GPT2Model_0/GPT2Block_1", 2, 200),
+                                             module_group("GPT2LMHeadModel_0/Linear_0", 1, 50)});
+  ASSERT_EQ(tree.roots.size(), 1u);
+  EXPECT_EQ(tree.roots[0].name, "GPT2LMHeadModel_0");
+  EXPECT_EQ(tree.roots[0].inclusive_ns, 550);
+  const ModuleNode* block = find_module(tree, "GPT2LMHeadModel_0/GPT2Model_0/GPT2Block_1");
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(block->path, "GPT2LMHeadModel_0/GPT2Model_0/GPT2Block_1");
+  EXPECT_EQ(block->depth, 3);
+  EXPECT_EQ(block->self_ns, 200);
+}

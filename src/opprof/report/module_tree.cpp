@@ -10,12 +10,16 @@ namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
-ModuleNode& child_named(ModuleNode& parent, std::string_view name) {
+// Module paths from opprof's hooks are dotted (transformer.h.0.attn); torch.profiler's own module stacks
+// (with_modules, read from a plain trace) join the `nn.Module: <Class>_<n>` names with '/'.
+char path_separator(std::string_view path) { return path.find('/') != std::string_view::npos ? '/' : '.'; }
+
+ModuleNode& child_named(ModuleNode& parent, std::string_view name, char separator) {
   for (ModuleNode& c : parent.children)
     if (c.name == name) return c;
   ModuleNode& c = parent.children.emplace_back();
   c.name = std::string(name);
-  c.path = parent.path.empty() ? c.name : parent.path + "." + c.name;
+  c.path = parent.path.empty() ? c.name : parent.path + separator + c.name;
   c.depth = parent.depth + 1;
   return c;
 }
@@ -82,7 +86,8 @@ ModuleTree build_module_tree(const std::vector<GroupStats>& modules) {
       continue;
     }
     ModuleNode* node = &top;
-    for (std::string_view part : split(g.key, '.')) node = &child_named(*node, part);
+    const char separator = path_separator(g.key);
+    for (std::string_view part : split(g.key, separator)) node = &child_named(*node, part, separator);
     node->self_ns += g.time_ns;
     node->self_kernels += g.kernels;
     node->bottleneck = g.bottleneck;
@@ -98,7 +103,7 @@ ModuleTree build_module_tree(const std::vector<GroupStats>& modules) {
 const ModuleNode* find_module(const ModuleTree& tree, std::string_view path) {
   const std::vector<ModuleNode>* level = &tree.roots;
   const ModuleNode* found = nullptr;
-  for (std::string_view part : split(path, '.')) {
+  for (std::string_view part : split(path, path_separator(path))) {
     auto it = std::find_if(level->begin(), level->end(), [&](const ModuleNode& n) { return n.name == part; });
     if (it == level->end()) return nullptr;
     found = &*it;
