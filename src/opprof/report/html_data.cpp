@@ -58,11 +58,8 @@ void write_capture(JsonWriter& j, const std::map<std::string, std::string>& meta
 
 void write_coverage(JsonWriter& j, const Coverage& c) {
   j.key("coverage").begin_object();
-  j.key("kernel_time_ns").integer(c.kernel_time_ns);
-  j.key("kernels").unsigned_integer(c.kernels);
-  j.key("attributed_ns").integer(c.attributed_ns);
-  j.key("module_attributed_ns").integer(c.module_attributed_ns);
-  j.key("opaque_ns").integer(c.opaque_ns);
+  j.fields({{"kernel_time_ns", c.kernel_time_ns}, {"kernels", c.kernels}, {"attributed_ns", c.attributed_ns},
+            {"module_attributed_ns", c.module_attributed_ns}, {"opaque_ns", c.opaque_ns}});
   j.key("paths").begin_array();
   for (std::size_t p = 0; p < kAttributionPathNames.size(); ++p)
     j.begin_object().key("name").string(kAttributionPathNames[p]).key("ns").integer(c.by_path_ns[p]).end_object();
@@ -153,20 +150,12 @@ void write_kernel_lines(JsonWriter& j, const std::vector<KernelLine>& lines) {
     // FLOP per ns = GFLOP/s.
     auto rate = [&](double f) { return f >= 0 && k.ncu_time_ns > 0 ? f / k.ncu_time_ns : kNaN; };
     j.begin_object();
-    j.key("name").string(k.name);
-    j.key("family").string_or_null(k.family);
-    j.key("kernels").unsigned_integer(k.kernels);
-    j.key("time_ns").integer(k.time_ns);
-    j.key("counted_kernels").unsigned_integer(k.counted_kernels);
-    j.key("ncu_time_ns").number(known(k.ncu_time_ns));
-    j.key("dram_bytes").number(dram);
-    j.key("flops").number(known(flops));
-    j.key("tensor_flops").number(known(tensor));
-    j.key("fp32_flops").number(known(fp32));
-    j.key("gflops").number(rate(flops));
-    j.key("tensor_gflops").number(rate(tensor));
-    j.key("fp32_gflops").number(rate(fp32));
-    j.key("arithmetic_intensity").number(flops >= 0 && dram > 0 ? flops / dram : kNaN);
+    j.fields({{"name", k.name}, {"family", JsonValue::or_null(k.family)}, {"kernels", k.kernels},
+              {"time_ns", k.time_ns}, {"counted_kernels", k.counted_kernels}});
+    j.fields({{"ncu_time_ns", known(k.ncu_time_ns)}, {"dram_bytes", dram}, {"flops", known(flops)},
+              {"tensor_flops", known(tensor)}, {"fp32_flops", known(fp32)}, {"gflops", rate(flops)},
+              {"tensor_gflops", rate(tensor)}, {"fp32_gflops", rate(fp32)},
+              {"arithmetic_intensity", flops >= 0 && dram > 0 ? flops / dram : kNaN}});
     j.end_object();
   }
   j.end_array();
@@ -182,26 +171,16 @@ void write_ceilings(JsonWriter& j, const std::map<std::string, std::string>& met
     return;
   }
   j.begin_object();
-  j.key("device").string(c->device);
-  j.key("source").string(c->source);
-  j.key("dram_gbps").number(c->dram_gbps);
-  j.key("fp32_gflops").number(c->fp32_gflops);
-  j.key("tf32_gflops").number(c->tf32_gflops);
-  j.key("bf16_gflops").number(c->bf16_gflops);
-  j.key("fp8_gflops").number(c->fp8_gflops);
+  j.fields({{"device", c->device}, {"source", c->source}, {"dram_gbps", c->dram_gbps}, {"fp32_gflops", c->fp32_gflops},
+            {"tf32_gflops", c->tf32_gflops}, {"bf16_gflops", c->bf16_gflops}, {"fp8_gflops", c->fp8_gflops}});
   j.end_object();
 }
 
 void write_module_node(JsonWriter& j, const ModuleNode& n) {
   j.begin_object();
-  j.key("name").string(n.name);
-  j.key("path").string(n.path);
-  j.key("self_ns").integer(n.self_ns);
-  j.key("inclusive_ns").integer(n.inclusive_ns);
-  j.key("self_kernels").unsigned_integer(n.self_kernels);
-  j.key("inclusive_kernels").unsigned_integer(n.inclusive_kernels);
-  j.key("bottleneck").string_or_null(n.bottleneck);
-  j.key("bottleneck_why").string_or_null(n.bottleneck_why);
+  j.fields({{"name", n.name}, {"path", n.path}, {"self_ns", n.self_ns}, {"inclusive_ns", n.inclusive_ns},
+            {"self_kernels", n.self_kernels}, {"inclusive_kernels", n.inclusive_kernels},
+            {"bottleneck", JsonValue::or_null(n.bottleneck)}, {"bottleneck_why", JsonValue::or_null(n.bottleneck_why)}});
   j.key("children").begin_array();
   for (const ModuleNode& c : n.children) write_module_node(j, c);
   j.end_array();
@@ -210,9 +189,8 @@ void write_module_node(JsonWriter& j, const ModuleNode& n) {
 
 void write_module_tree(JsonWriter& j, const ModuleTree& tree) {
   j.key("module_tree").begin_object();
-  j.key("module_ns").integer(tree.module_ns);
-  j.key("no_module_ns").integer(tree.no_module_ns);
-  j.key("no_module_kernels").unsigned_integer(tree.no_module_kernels);
+  j.fields({{"module_ns", tree.module_ns}, {"no_module_ns", tree.no_module_ns},
+            {"no_module_kernels", tree.no_module_kernels}});
   j.key("roots").begin_array();
   for (const ModuleNode& n : tree.roots) write_module_node(j, n);
   j.end_array();
