@@ -48,32 +48,6 @@ bool is_present(const fs::path& file) {
   return fs::exists(fs::symlink_status(file, ec)) && !ec;
 }
 
-// Orders "run_2" before "run_10" and "model__0_forward_1.1" before "model__0_forward_1.10", so graphs come
-// back in the order Inductor numbered them, whatever order the file system lists them in.
-bool natural_less(std::string_view a, std::string_view b) {
-  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (is_digit(a[i]) && is_digit(b[j])) {
-      std::size_t i_end = i, j_end = j;
-      while (i_end < a.size() && is_digit(a[i_end])) ++i_end;
-      while (j_end < b.size() && is_digit(b[j_end])) ++j_end;
-      std::string_view na = a.substr(i, i_end - i), nb = b.substr(j, j_end - j);
-      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
-      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
-      if (na.size() != nb.size()) return na.size() < nb.size();
-      if (na != nb) return na < nb;
-      i = i_end;
-      j = j_end;
-      continue;
-    }
-    if (a[i] != b[j]) return a[i] < b[j];
-    ++i;
-    ++j;
-  }
-  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
-  return a < b;  // equal as numbers ("01" vs "1"): any fixed order will do
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // JSON

@@ -8,8 +8,6 @@
 namespace opprof {
 namespace {
 
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
 // Module paths from opprof's hooks are dotted (transformer.h.0.attn); torch.profiler's own module stacks
 // (with_modules, read from a plain trace) join the `nn.Module: <Class>_<n>` names with '/'.
 char path_separator(std::string_view path) { return path.find('/') != std::string_view::npos ? '/' : '.'; }
@@ -49,31 +47,6 @@ void flatten(const ModuleNode& node, int last_depth, std::vector<const ModuleNod
 
 }  // namespace
 
-bool natural_less(std::string_view a, std::string_view b) {
-  std::size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (is_digit(a[i]) && is_digit(b[j])) {
-      std::size_t ei = i, ej = j;
-      while (ei < a.size() && is_digit(a[ei])) ++ei;
-      while (ej < b.size() && is_digit(b[ej])) ++ej;
-      // Without leading zeros the longer run is the larger number; with equal length, text order is number order.
-      std::string_view x = a.substr(i, ei - i), y = b.substr(j, ej - j);
-      const std::size_t zx = std::min(x.find_first_not_of('0'), x.size());
-      const std::size_t zy = std::min(y.find_first_not_of('0'), y.size());
-      x.remove_prefix(zx);
-      y.remove_prefix(zy);
-      if (x.size() != y.size()) return x.size() < y.size();
-      if (x != y) return x < y;
-      i = ei;
-      j = ej;
-      continue;
-    }
-    if (a[i] != b[j]) return a[i] < b[j];
-    ++i;
-    ++j;
-  }
-  return a.size() - i < b.size() - j;
-}
 
 ModuleTree build_module_tree(const std::vector<GroupStats>& modules) {
   ModuleTree tree;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "opprof/metrics/aggregate.hpp"
+#include "opprof/util/text.hpp"  // natural_less, used with the tree
 
 namespace opprof {
 
@@ -49,8 +50,5 @@ const ModuleNode* find_module(const ModuleTree& tree, std::string_view path);
 // "h.1" is not a prefix of "h.10"; empty when there is no such node), its levels counted from that node.
 std::vector<const ModuleNode*> flatten_module_tree(const ModuleTree& tree, int max_depth = 0,
                                                    std::string_view prefix = "");
-
-// a < b with runs of digits compared as numbers: "h.2" < "h.10".
-bool natural_less(std::string_view a, std::string_view b);
 
 }  // namespace opprof

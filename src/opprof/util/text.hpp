@@ -20,4 +20,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 // Reads a whole file (gunzipping it when it ends in .gz). Throws InputError when it cannot.
 std::string read_file(const std::string& path);
 
+// Natural order: digit runs compare as numbers ("h.2" before "h.10", "run_2" before "run_10").
+bool natural_less(std::string_view a, std::string_view b);
+
 }  // namespace opprof
