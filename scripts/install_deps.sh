@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBS=(cmake ninja-build g++ pkg-config libsqlite3-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3
+      clang-14 libclang-rt-14-dev)  # the fuzz targets: clang's libFuzzer and sanitizer runtimes (tests/fuzz)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,19 +9,17 @@
 // see yet and that is deleted on any failure, so it would cost a second write of every page for
 // nothing. Durability matters once, at the end: after COMMIT and close, the temporary file is fsync'ed,
 // renamed over path (atomic on POSIX within one file system), and the directory is fsync'ed so that the
-// rename itself survives a crash. Readers therefore see either the old file or the complete new one.
+// rename itself survives a crash (util/atomic_file.hpp, which also removes the temporary on an interrupt
+// and stale ones of dead processes). Readers therefore see either the old file or the complete new one.
 #include "opprof/store/profile_db.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string_view>
@@ -29,8 +27,10 @@
 
 #include "opprof/store/schema_names.hpp"
 #include "opprof/store/sqlite.hpp"
+#include "opprof/util/atomic_file.hpp"
 #include "opprof/util/embedded.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -579,40 +579,15 @@ class Writer {
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
 };
 
-// Flushes a file's data to the device; throws on failure, since the rename would then publish a file
-// that may not survive a crash.
-void fsync_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw OutputError(fmt_errno(fmt::format("cannot open {} to flush it", path)));
-  if (::fsync(fd) != 0) {
-    std::string msg = fmt_errno(fmt::format("cannot flush {} to disk", path));
-    ::close(fd);
-    throw OutputError(msg);
-  }
-  ::close(fd);
-}
-
-// Makes a rename in dir durable. Best effort: some file systems refuse fsync on a directory, and by now
-// the new file is already in place, so a failure here must not turn a finished write into an error.
-void fsync_directory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  (void)::fsync(fd);
-  ::close(fd);
-}
-
-void remove_quietly(const std::string& path) { (void)std::remove(path.c_str()); }
 
 }  // namespace
 
 void write_profile_db(const std::string& path, const ProfileInputs& in) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
   try {
     validate_inputs(in);
-    // A file left by an earlier process with the same pid would otherwise be opened and appended to.
-    remove_quietly(tmp);
+    AtomicFile file(path);  // removed on any failure below, and by the interrupt handler
     {
-      sqlite::Database db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+      sqlite::Database db(file.temporary(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
       // page_size must precede the first table; the rest trade crash safety of the invisible temporary
       // file for speed (see the top of this file).
       db.exec(fmt::format(
@@ -622,25 +597,17 @@ void write_profile_db(const std::string& path, const ProfileInputs& in) {
           kPageSize, kProfileApplicationId, kProfileSchemaVersion));
       db.exec("BEGIN");
       db.exec(embedded_file("profile_schema.sql"));
+      pause_point("profile_db.write");  // the temporary exists, half written: where tests interrupt
       Writer(db, in).write();
       db.exec("COMMIT");
       db.close();
     }
-    fsync_file(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", tmp, path)));
+    file.commit();
   } catch (const sqlite::SqliteError& e) {
-    remove_quietly(tmp);
     throw OutputError(fmt::format("cannot write profile database {}: SQLite: {}", path, e.what()));
   } catch (const OutputError& e) {
-    remove_quietly(tmp);
     throw OutputError(fmt::format("cannot write profile database {}: {}", path, e.what()));
-  } catch (...) {
-    remove_quietly(tmp);
-    throw;
   }
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  fsync_directory(dir.empty() ? std::string(".") : dir.string());
 }
 
 }  // namespace opprof

@@ -1,0 +1,132 @@
+#include "opprof/util/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+
+#include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
+
+namespace fs = std::filesystem;
+
+namespace opprof {
+namespace {
+
+// Flushes a file's data to the device; throws on failure, since the rename would then publish a file
+// that may not survive a crash.
+void fsync_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw OutputError(fmt_errno(fmt::format("cannot open {} to flush it", path)));
+  if (::fsync(fd) != 0) {
+    const std::string msg = fmt_errno(fmt::format("cannot flush {} to disk", path));
+    ::close(fd);
+    throw OutputError(msg);
+  }
+  ::close(fd);
+}
+
+// Makes a rename in dir durable. Best effort: some file systems refuse fsync on a directory, and by now
+// the new file is already in place, so a failure here must not turn a finished write into an error.
+void fsync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+bool process_exists(long pid) {
+  if (pid <= 0 || pid > 0x3FFFFFFF) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+std::string temporary_name(const std::string& destination) {
+  return fmt::format("{}.tmp-{}", destination, ::getpid());
+}
+
+std::size_t remove_stale_temporaries(const std::string& destination) {
+  const fs::path dest(destination);
+  const fs::path dir = dest.parent_path().empty() ? fs::path(".") : dest.parent_path();
+  const std::string prefix = dest.filename().string() + ".tmp-";
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string_view digits = std::string_view(name).substr(prefix.size());
+    if (digits.size() > 10 || digits.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const long pid = std::stol(std::string(digits));
+    if (pid == ::getpid() || process_exists(pid)) continue;
+    std::error_code rm;
+    if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
+}
+
+AtomicFile::AtomicFile(std::string destination)
+    : destination_(std::move(destination)), temporary_(temporary_name(destination_)) {
+  remove_stale_temporaries(destination_);
+  // A file left by an earlier process with the same pid would otherwise be opened and appended to.
+  (void)std::remove(temporary_.c_str());
+  register_temporary(temporary_);
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) (void)std::remove(temporary_.c_str());
+  unregister_temporary(temporary_);
+}
+
+void AtomicFile::commit() {
+  try {
+    fsync_file(temporary_);
+    if (std::rename(temporary_.c_str(), destination_.c_str()) != 0)
+      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", temporary_, destination_)));
+  } catch (...) {
+    (void)std::remove(temporary_.c_str());
+    throw;
+  }
+  committed_ = true;
+  const fs::path dir = fs::path(destination_).parent_path();
+  fsync_directory(dir.empty() ? std::string(".") : dir.string());
+}
+
+void check_output_file(const std::string& destination) {
+  if (destination.empty()) throw InputError("-o", "the output path is empty");
+  std::error_code ec;
+  if (fs::is_directory(destination, ec)) throw InputError(destination, "the output is a directory, not a file");
+  const fs::path parent = fs::path(destination).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  if (!fs::exists(dir, ec)) throw InputError(destination, fmt::format("the output's directory {} does not exist", dir));
+  if (!fs::is_directory(dir, ec)) throw InputError(destination, fmt::format("{} is not a directory", dir));
+  // The temporary is created beside the destination and renamed over it: try that once now (access()
+  // would say yes to root in a directory no file can be created in, /proc for one).
+  const std::string probe = temporary_name(destination);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST) throw InputError(destination, fmt_errno(fmt::format("cannot create files in {}", dir)));
+  if (fd >= 0) {
+    ::close(fd);
+    (void)std::remove(probe.c_str());
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  AtomicFile file(path);
+  {
+    std::ofstream out(file.temporary(), std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw OutputError(fmt_errno(fmt::format("cannot write {}", path)));
+  }
+  file.commit();
+}
+
+}  // namespace opprof
