@@ -2,7 +2,11 @@
 // and during either pass of `profile`, stale temporaries of killed runs, output paths that cannot be
 // written, a full disk, workloads and ncu that fail, and inputs whose text could break a report.
 #include <gtest/gtest.h>
+// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
 #include <simdjson.h>
+#pragma GCC diagnostic pop
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,9 +86,12 @@ bool holds_string(simdjson::dom::element e, std::string_view text) {
   switch (e.type()) {
     case simdjson::dom::element_type::STRING: return e.get_string().value() == text;
     case simdjson::dom::element_type::ARRAY:
-      for (simdjson::dom::element v : e.get_array().value())
+    {
+      const simdjson::dom::array array = e.get_array().value();  // named: a range-for outlives no temporary
+      for (simdjson::dom::element v : array)
         if (holds_string(v, text)) return true;
       return false;
+    }
     case simdjson::dom::element_type::OBJECT:
     {
       const simdjson::dom::object object = e.get_object().value();
@@ -219,13 +226,13 @@ TEST_F(Faults, AFullDiskKeepsTheOldProfileAndLeavesNoTemporary) {
 }
 
 TEST_F(Faults, SigtermInPassAStopsTheWorkloadRestoresClocksAndKeepsAPartialProfile) {
-  stand_ins(interrupt_opprof("TERM"), "echo 'ncu must not run'; exit 9");
+  stand_ins(interrupt_opprof("TERM"), "touch " + path("ncu_ran"));
   const Result r = profile("--lock-clocks");
   EXPECT_EQ(r.signal, 0) << r.output;
   EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
   EXPECT_FALSE(running(grandchild()));
   EXPECT_NE(read_text(path("smi.log")).find("--reset-gpu-clocks"), std::string::npos);
-  EXPECT_EQ(read_text(path("smi.log")).find("ncu must not run"), std::string::npos);
+  EXPECT_FALSE(fs::exists(path("ncu_ran")));  // pass B does not start after an interrupt
   ASSERT_TRUE(fs::exists(out_db())) << r.output;
   EXPECT_NE(read_meta(out_db())["partial"].find("interrupted in pass A"), std::string::npos);
   EXPECT_TRUE(temporaries_in(path("out")).empty());
@@ -350,7 +357,7 @@ TEST_F(Faults, BadInvocationsExitTwoWithOneLine) {
   const std::vector<Case> cases = {
       {"", "subcommand"},
       {"bogus", "unknown command 'bogus'"},
-      {"--bogus", "--bogus"},
+      {"--bogus", "A subcommand is required"},
       {"attribute", "--trace"},
       {"attribute --trace " + trace, "--output"},
       {"attribute --trace " + trace + " -o " + path("p.db") + " --no-such-flag", "--no-such-flag"},

@@ -59,6 +59,6 @@ done < <(find "$fixtures" \( -name inductor_provenance_tracking_node_mappings.js
 # Profile database: a small capture attributed by this tree's opprof, with small pages.
 if [ -n "$opprof" ]; then
   db="$out/fuzz_profile_reader/mlp_compiled.db"
-  "$opprof" attribute -q --trace "$fixtures/kineto/mlp_compiled.kineto.json" -o "$db"
+  "$opprof" attribute -q --trace "$fixtures/kineto/mlp_compiled.kineto.json" -o "$db" 2>/dev/null  # its warning: no --inductor
   sqlite3 "$db" "PRAGMA page_size = 512; VACUUM;"
 fi

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -64,7 +65,11 @@ std::string format_duration_ns(std::int64_t ns) {
   return fmt::format("{:.3f} s", v / 1e9);
 }
 
-std::string fit_width(std::string_view text, std::size_t width, bool keep_tail) {
+std::string fit_width(std::string_view raw, std::size_t width, bool keep_tail) {
+  // Names are whatever the trace said: newlines, escapes and invalid UTF-8 are shown escaped, so that one
+  // cell stays one cell on one line and cannot drive the terminal.
+  const std::string escaped = printable(raw);
+  const std::string_view text = escaped;
   if (text.size() <= width) return std::string(text);
   if (width <= kEllipsis.size()) return std::string(kEllipsis.substr(0, width));
   const std::size_t keep = width - kEllipsis.size();
@@ -95,7 +100,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
   if (!meta("timeline.source").empty()) capture.push_back("source " + meta("timeline.source"));
   for (const auto& [key, value] : s.metadata)
     if (starts_with(key, "timeline.device.") && ends_with(key, ".name"))
-      capture.push_back(fmt::format("GPU {} {}", key.substr(16, key.size() - 16 - 5), value));
+      capture.push_back(fmt::format("GPU {} {}", key.substr(16, key.size() - 16 - 5), printable(value)));
   if (!capture.empty()) out += fmt::format("  capture: {}\n", join(capture, ", "));
   // The caller's own facts (inputs, options, timings), except those the line above already shows. Of
   // capture.json's many facts only the few that explain the numbers are shown; the database has them all.
@@ -109,12 +114,12 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
     if (starts_with(key, "capture.") &&
         std::none_of(std::begin(kCaptureShown), std::end(kCaptureShown), [&](const char* k) { return key == k; }))
       continue;
-    out += fmt::format("  {}: {}\n", key, value);
+    out += fmt::format("  {}: {}\n", printable(key), printable(value));
   }
-  if (!meta("ncu.path").empty()) out += fmt::format("  ncu: {}\n", meta("ncu.path"));
+  if (!meta("ncu.path").empty()) out += fmt::format("  ncu: {}\n", printable(meta("ncu.path")));
   if (!s.warnings.empty()) {
     out += "\n";
-    for (const std::string& w : s.warnings) out += fmt::format("warning: {}\n", w);
+    for (const std::string& w : s.warnings) out += fmt::format("warning: {}\n", printable(w));
   }
 
   // Coverage.
@@ -124,7 +129,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
   out += fmt::format("  attributed to a module      {:>5.1f}%\n", c.pct(c.module_attributed_ns));
   std::string backends;
   for (const auto& [backend, ns] : c.opaque_backends)
-    backends += fmt::format("{}{} {:.1f}%", backends.empty() ? "  (" : ", ", backend, c.pct(ns));
+    backends += fmt::format("{}{} {:.1f}%", backends.empty() ? "  (" : ", ", printable(backend), c.pct(ns));
   if (!backends.empty()) backends += ")";
   out += fmt::format("  inside opaque backends      {:>5.1f}%{}\n", c.pct(c.opaque_ns), backends);
   out += fmt::format("  by path: correlation {:.1f}%  enclosure {:.1f}%  fusion {:.1f}%  none {:.1f}%\n",
@@ -172,7 +177,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
     out += "\nAnomalies (table anomalies): choices the inputs left open\n";
     for (const ProfileAnomaly& a : s.anomalies) {
       out += fmt::format("  {} x{}\n", a.kind, a.count);
-      if (!a.details.empty()) out += fmt::format("    {}\n", a.details.front());
+      if (!a.details.empty()) out += fmt::format("    {}\n", printable(a.details.front()));
       if (a.count > 1) out += fmt::format("    ... {} more\n", a.count - 1);
     }
   }
@@ -193,7 +198,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
                        plural(c.ncu_unmatched_rows, "row", "rows"), plural(c.ncu_unmatched_kernels, "kernel", "kernels"));
     constexpr std::size_t kNotesShown = 5;
     for (std::size_t i = 0; i < s.match_notes.size() && i < kNotesShown; ++i)
-      out += fmt::format("  {}\n", s.match_notes[i]);
+      out += fmt::format("  {}\n", printable(s.match_notes[i]));
     if (s.match_notes.size() > kNotesShown)
       out += fmt::format("  ... {} more match notes (table match_notes)\n", s.match_notes.size() - kNotesShown);
   }

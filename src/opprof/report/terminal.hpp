@@ -16,8 +16,9 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
 
 // "812 ns", "12.35 us", "4.21 ms", "1.234 s".
 std::string format_duration_ns(std::int64_t ns);
-// text cut to width columns with "..." marking the cut: at the end, or at the start when keep_tail
-// (module paths, whose last component names the layer).
+// text, escaped with printable() (control characters, invalid UTF-8), cut to width columns with "..."
+// marking the cut: at the end, or at the start when keep_tail (module paths, whose last component names
+// the layer).
 std::string fit_width(std::string_view text, std::size_t width, bool keep_tail = false);
 
 }  // namespace opprof
