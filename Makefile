@@ -5,7 +5,7 @@ BUILD_FUZZ ?= build-fuzz
 FUZZ_CXX   ?= clang++-14
 # `make fuzz`: seconds per target (corpora kept in $(BUILD_FUZZ)/corpus); `make test`: a short run of each.
 FUZZ_SECONDS       ?= 600
-FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SMOKE_SECONDS ?= 10
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 DEMO       := tests/fixtures/gpt2_compiled

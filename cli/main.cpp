@@ -31,6 +31,15 @@ int main(int argc, char** argv) {
       program.assign(argv + i + 1, argv + argc);
       break;
     }
+  // Before the command only --help and --version exist: name an unknown option rather than ask for a command.
+  if (own_argc > 1 && argv[1][0] == '-') {
+    const std::string_view word = argv[1];
+    if (word != "-h" && word != "--help" && word != "--version") {
+      fmt::print(stderr, "opprof: error: unknown option '{}' before the command (opprof --help lists the commands)\n",
+                 opprof::printable(word));
+      return 2;
+    }
+  }
   // An unknown first word is a mistyped command: say so, rather than CLI11's "A subcommand is required".
   if (own_argc > 1 && argv[1][0] != '-') {
     const std::string word = argv[1];

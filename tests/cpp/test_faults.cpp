@@ -357,7 +357,7 @@ TEST_F(Faults, BadInvocationsExitTwoWithOneLine) {
   const std::vector<Case> cases = {
       {"", "subcommand"},
       {"bogus", "unknown command 'bogus'"},
-      {"--bogus", "A subcommand is required"},
+      {"--bogus", "unknown option '--bogus'"},
       {"attribute", "--trace"},
       {"attribute --trace " + trace, "--output"},
       {"attribute --trace " + trace + " -o " + path("p.db") + " --no-such-flag", "--no-such-flag"},
