@@ -1,11 +1,16 @@
 # The README's commands. `make demo` and `make test` install what they need first (scripts/install_deps.sh).
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+FUZZ_CXX   ?= clang++-14
+# `make fuzz`: seconds per target (corpora kept in $(BUILD_FUZZ)/corpus); `make test`: a short run of each.
+FUZZ_SECONDS       ?= 600
+FUZZ_SMOKE_SECONDS ?= 10
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 DEMO       := tests/fixtures/gpt2_compiled
 
-.PHONY: all deps build build-asan demo test test-cpp test-asan test-python bench clean
+.PHONY: all deps build build-asan build-fuzz demo test test-cpp test-asan test-fuzz test-python fuzz bench clean
 
 all: build
 
@@ -26,6 +31,12 @@ build-asan:
 	      -DOPPROF_BUILD_BENCH=OFF
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 
+# The readers' libFuzzer targets (tests/fuzz, docs/fuzzing.md): clang, ASan + UBSan, the readers' sources only.
+build-fuzz:
+	cmake -S . -B $(BUILD_FUZZ) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPPROF_FUZZ=ON -DOPPROF_WERROR=ON \
+	      -DCMAKE_CXX_COMPILER=$(FUZZ_CXX)
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+
 # The main job, on a machine without a GPU: attribute a real capture from an H200 (compiled GPT-2 small:
 # torch.profiler trace, ncu counters of the same window, Inductor's debug directory) and print the report.
 demo: deps build
@@ -33,13 +44,21 @@ demo: deps build
 	    --inductor $(DEMO)/inductor -o $(BUILD)/gpt2_compiled.db
 	$(BUILD)/opprof report $(BUILD)/gpt2_compiled.db
 
-test: deps test-cpp test-asan test-python
+test: deps test-cpp test-asan test-fuzz test-python
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# Every fuzz target for FUZZ_SMOKE_SECONDS, after its committed regression inputs; fails on any finding.
+test-fuzz: build build-fuzz
+	tests/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SMOKE_SECONDS) $(BUILD)/opprof
+
+# Long runs, one target after another (FUZZ_TARGETS to pick some), growing the kept corpora.
+fuzz: build build-fuzz
+	nice -n 19 tests/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SECONDS) $(BUILD)/opprof $(FUZZ_TARGETS)
 
 # The HTML report's Chromium test runs, not skips (scripts/install_deps.sh installs chromium); set
 # OPPROF_REQUIRE_CHROMIUM=0 to let it skip on a machine without a browser.
@@ -50,4 +69,4 @@ bench: build
 	$(BUILD)/bench/opprof_bench
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress_printer.hpp"
 #include "opprof/pipeline/attribute.hpp"
+#include "opprof/util/error.hpp"
 
 namespace opprof::cli {
 
@@ -28,6 +29,8 @@ Command add_attribute_command(CLI::App& app) {
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
       "Exit status: 0 done, 2 bad input, 1 other failure.");
   return {cmd, [o](const std::vector<std::string>&) {
+            // -o "" would mean "write nothing" to the library: on the command line it is a mistake.
+            if (o->request.output.empty()) throw InputError("-o", "the output path is empty");
             ProgressPrinter printer(o->quiet);
             attribute_capture(o->request, &printer);
             return 0;

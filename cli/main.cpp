@@ -13,8 +13,11 @@
 
 #include "cli/commands.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
 
 int main(int argc, char** argv) {
+  // From the start: an interrupt removes the temporary database being written (util/interrupt.hpp).
+  opprof::install_interrupt_handlers();
   CLI::App app{"opprof: hardware-attributed operator profiler for PyTorch on NVIDIA GPUs"};
   app.set_version_flag("--version", std::string("opprof ") + OPPROF_VERSION);
   app.require_subcommand(1);
@@ -28,6 +31,15 @@ int main(int argc, char** argv) {
       program.assign(argv + i + 1, argv + argc);
       break;
     }
+  // Before the command only --help and --version exist: name an unknown option rather than ask for a command.
+  if (own_argc > 1 && argv[1][0] == '-') {
+    const std::string_view word = argv[1];
+    if (word != "-h" && word != "--help" && word != "--version") {
+      fmt::print(stderr, "opprof: error: unknown option '{}' before the command (opprof --help lists the commands)\n",
+                 opprof::printable(word));
+      return 2;
+    }
+  }
   // An unknown first word is a mistyped command: say so, rather than CLI11's "A subcommand is required".
   if (own_argc > 1 && argv[1][0] != '-') {
     const std::string word = argv[1];
@@ -48,8 +60,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // A usage error is bad input: exit status 2, like every other (CLI11's own codes are 100 and up).
-    app.exit(e);
+    // A usage error is bad input: exit status 2, like every other (CLI11's own codes are 100 and up), in
+    // one line that names where the options are listed.
+    std::string command = "opprof";
+    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    fmt::print(stderr, "opprof: error: {} ({} --help lists the options)\n", opprof::printable(e.what()), command);
     return 2;
   }
   try {

@@ -10,6 +10,7 @@
 #include "opprof/capture/subprocess.hpp"
 #include "opprof/pipeline/capture_plan.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
 
 namespace opprof::cli {
 namespace {
@@ -50,6 +51,8 @@ int run_optimize(const OptimizeOptions& o, const std::vector<std::string>& progr
   ChildSpec child;
   child.argv = driver_argv(o);
   child.env = python_env(python_side_environment());
+  // An interrupt goes to the driver's process group; opprof waits for it to wind down, then says 130.
+  const DeferInterrupts defer;
   const ChildResult result = run_child(child);
   if (!result.started) throw InputError(o.python, result.error);
   if (interrupted()) return 130;

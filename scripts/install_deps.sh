@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 # chromium: the HTML report's browser test (tests/python/test_html_report.py) renders the page in it.
 DEBS=(cmake ninja-build g++ pkg-config libsqlite3-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3 chromium)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3 chromium
+      clang-14 libclang-rt-14-dev)  # the fuzz targets: clang's libFuzzer and sanitizer runtimes (tests/fuzz)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

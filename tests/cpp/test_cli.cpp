@@ -4,60 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "cli_harness.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// env: "NAME=value ..." assignments for the command's environment, or empty.
-Result run(const std::string& args, const std::string& env = "") {
-  std::string cmd = (env.empty() ? "" : env + " ") + std::string(OPPROF_CLI_PATH) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return r;
-}
-
-std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("opprof_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path(name), std::ios::binary) << text;
-  }
-  fs::path dir_;
-};
-
-int count_lines(const std::string& s) {
-  int n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
+using opprof::test::count_lines;
+using opprof::test::fixture;
+using opprof::test::Result;
+using opprof::test::run;
+using Cli = opprof::test::ScratchDir;
 
 }  // namespace
 

@@ -9,19 +9,16 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
+#include "opprof/util/interrupt.hpp"
+
 namespace opprof {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-void note_signal(int) { g_interrupted = true; }
 
 // Splits a byte stream into lines for a callback and appends it to a file.
 class StreamSink {
@@ -59,8 +56,6 @@ class StreamSink {
 };
 
 }  // namespace
-
-bool interrupted() { return g_interrupted; }
 
 std::string ChildResult::describe() const {
   if (!started) return "could not start: " + error;
@@ -121,18 +116,16 @@ ChildResult run_child(const ChildSpec& spec) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  struct sigaction sa{}, old_int{}, old_term{};
-  sa.sa_handler = note_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-
+  install_interrupt_handlers();
   pid_t pid = fork();
   if (pid < 0) {
     result.error = fmt::format("fork: {}", std::strerror(errno));
     return result;
   }
   if (pid == 0) {
+    // A process group of its own, so that an interrupt stops everything the child started (the
+    // workload's worker processes, the application ncu launches): the parent forwards it to the group.
+    setpgid(0, 0);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     if (capture_out) dup2(out_pipe[1], STDOUT_FILENO);
@@ -142,6 +135,8 @@ ChildResult run_child(const ChildSpec& spec) {
     _exit(127);
   }
   result.started = true;
+  setpgid(pid, pid);  // also here: whichever of the two runs first, the group exists before a signal is sent to it
+  ForwardInterrupts forward(pid);
   if (capture_out) close(out_pipe[1]);
   if (capture_err) close(err_pipe[1]);
   {
@@ -177,8 +172,8 @@ ChildResult run_child(const ChildSpec& spec) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  // What the child started and left running after an interrupt goes too (no such group: ESRCH, ignored).
+  if (interrupted()) (void)kill(-pid, SIGKILL);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;

@@ -27,12 +27,10 @@ struct ChildResult {
   std::string describe() const;  // "exit status 3", "killed by signal 9 (Killed)", "could not start: ..."
 };
 
-// Starts the child and waits for it. SIGINT and SIGTERM reach the child (same process group); the
-// parent only records that they came (interrupted()) so that its own cleanup still runs.
+// Starts the child in a process group of its own and waits for it. SIGINT and SIGTERM are passed on to
+// that group (a second one as SIGKILL) and, after an interrupt, whatever of the group outlived the child
+// is killed; what the parent does about the interrupt follows util/interrupt.hpp.
 ChildResult run_child(const ChildSpec& spec);
-
-// True once SIGINT or SIGTERM arrived during run_child.
-bool interrupted();
 
 // Full path of an executable found in PATH, or "" when none.
 std::string find_in_path(const std::string& name);

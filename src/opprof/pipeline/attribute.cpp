@@ -9,6 +9,7 @@
 #include "opprof/attribute/input_checks.hpp"
 #include "opprof/ingest/inductor.hpp"
 #include "opprof/store/profile_db.hpp"
+#include "opprof/util/atomic_file.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
@@ -43,8 +44,7 @@ CheckedInputs check_inputs(const AttributeRequest& r) {
   require_exists(r.trace);
   if (!r.ncu.empty()) require_exists(r.ncu);
   if (!r.inductor.empty()) require_exists(r.inductor);
-  if (!r.output.empty() && std::filesystem::is_directory(r.output))
-    throw InputError(r.output, "the output is a directory, not a file");
+  if (!r.output.empty()) check_output_file(r.output);
   CheckedInputs c{load_metric_set(r.metrics), r.attribution};
   if (!r.opaque_backends.empty())
     c.attribution.opaque = OpaqueBackends::parse(read_file(r.opaque_backends), r.opaque_backends);

@@ -9,7 +9,7 @@
 #pragma GCC diagnostic pop
 
 #include <chrono>
-#include <fstream>
+#include <cstring>
 #include <map>
 
 #include "opprof/capture/clocks.hpp"
@@ -18,7 +18,9 @@
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
+#include "opprof/util/atomic_file.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,12 +65,6 @@ std::string get_or(const std::map<std::string, std::string>& m, const std::strin
   return it == m.end() ? std::string() : it->second;
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f) throw OutputError(fmt::format("{}: cannot write", path.string()));
-}
-
 class Runner {
  public:
   Runner(const ProfileRequest& request, ProfileObserver* observer) : r_(request), observer_(observer) {}
@@ -78,36 +74,33 @@ class Runner {
     const MetricSet metric_set = load_metric_set(r_.metrics);  // a bad --metrics fails before any GPU work
     env_ = probe_capture_environment(r_);
     plan_ = build_capture_plan(r_, env_);
-    fs::create_directories(plan_.output_dir);
+    prepare_output_dir(plan_.output_dir);
     outcome_.output_dir = plan_.output_dir;
     for (const auto& note : plan_.notes) say(note);
-    lock_clocks();
 
-    if (!run_timeline_pass()) return outcome_;
-    // The timeline is read once: its kernels are what pass B expects, and it is what gets attributed.
-    const auto read_start = Clock::now();
-    TimelineCapture timeline = read_capture_timeline(plan_.trace, observer_);
-    const double read_s = since(read_start);
+    std::optional<TimelineCapture> timeline = run_passes(metric_set);
+    if (!timeline) return outcome_;
 
     AttributeRequest attr;
     attr.trace = plan_.trace;
     attr.output = plan_.database;
     attr.metrics = r_.metrics;
     if (fs::exists(plan_.inductor_dir)) attr.inductor = plan_.inductor_dir;
-    if (plan_.counters && timeline_ok_) {
-      if (!run_counters_pass(timeline, metric_set)) return outcome_;
-      if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
+    if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
+    if (!partial_.empty()) {
+      meta_["partial"] = partial_;
+      say("the profile is partial: " + partial_);
     }
     attr.extra_metadata = meta_;
     const auto attribute_start = Clock::now();
-    attribute_capture(std::move(timeline), attr, observer_);
-    tell(progress::WallTime{pass_a_s_, pass_b_s_, read_s + since(attribute_start)});
+    attribute_capture(std::move(*timeline), attr, observer_);
+    tell(progress::WallTime{pass_a_s_, pass_b_s_, read_s_ + since(attribute_start)});
 
     write_report_files(plan_.database, plan_.output_dir);
     outcome_.database = plan_.database;
     outcome_.report_text = render_terminal_report(ProfileReader(plan_.database));
-    outcome_.clocks_locked = clocks_.has_value();
-    outcome_.exit_code = timeline_ok_ ? 0 : 1;
+    if (interrupted()) outcome_.exit_code = 128 + interrupt_signal();
+    else outcome_.exit_code = partial_.empty() ? 0 : 1;
     return outcome_;
   }
 
@@ -117,20 +110,55 @@ class Runner {
   }
   void say(std::string text) { tell(progress::Notice{std::move(text)}); }
 
-  ProfileOutcome interrupted_during(const std::string& what) {
-    say("interrupted during " + what + " is in " + plan_.output_dir.string());
-    outcome_.exit_code = 130;
-    return outcome_;
+  // Refuses an output path that cannot become the profile's directory before anything runs.
+  static void prepare_output_dir(const fs::path& dir) {
+    if (dir.empty()) throw InputError("-o", "the output directory is an empty path");
+    std::error_code ec;
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+      throw InputError(dir.string(), "the output exists and is not a directory");
+    fs::create_directories(dir, ec);
+    if (ec) throw InputError(dir.string(), "cannot create the output directory: " + ec.message());
+    check_output_file((dir / "profile.db").string());  // files can be created in it
   }
 
-  void lock_clocks() {
-    if (plan_.lock_clocks) {
-      clocks_.emplace(0);
-      if (!clocks_->locked()) throw InputError("--lock-clocks", clocks_->error());
-      say(fmt::format("SM clock locked at {} MHz (restored on exit)", clocks_->locked_mhz()));
-      meta_["clocks_locked_mhz"] = std::to_string(clocks_->locked_mhz());
+  // Pass A, the timeline read and pass B, with the clocks locked (restored when this returns, also after an
+  // interrupt, which only stops the passes here: what they captured is attributed as a partial profile).
+  // The timeline, or nullopt when there is nothing to attribute (outcome_ says why).
+  std::optional<TimelineCapture> run_passes(const MetricSet& metric_set) {
+    DeferInterrupts defer;
+    std::optional<ClockLock> clocks;
+    lock_clocks(clocks);
+    outcome_.clocks_locked = clocks.has_value();
+    if (!run_timeline_pass()) return std::nullopt;
+    // The timeline is read once: its kernels are what pass B expects, and it is what gets attributed.
+    const auto read_start = Clock::now();
+    std::optional<TimelineCapture> timeline;
+    try {
+      timeline = read_capture_timeline(plan_.trace, observer_);
+    } catch (const InputError& e) {
+      if (partial_.empty()) throw;
+      // A trace cut by the interrupt or the failure may not parse (JSON); the tracer's log always does.
+      say(fmt::format("{} and left no readable timeline ({}); what it wrote is in {}", partial_, e.what(),
+                      plan_.output_dir.string()));
+      outcome_.exit_code = interrupted() ? 128 + interrupt_signal() : 1;
+      return std::nullopt;
     }
-    meta_["clocks_locked"] = clocks_ ? "true" : "false";
+    read_s_ = since(read_start);
+    if (plan_.counters && partial_.empty()) {
+      if (interrupted()) partial_ = "interrupted before pass B: no counters";
+      else run_counters_pass(*timeline, metric_set);
+    }
+    return timeline;
+  }
+
+  void lock_clocks(std::optional<ClockLock>& clocks) {
+    if (plan_.lock_clocks) {
+      clocks.emplace(0);
+      if (!clocks->locked()) throw InputError("--lock-clocks", clocks->error());
+      say(fmt::format("SM clock locked at {} MHz (restored after pass B)", clocks->locked_mhz()));
+      meta_["clocks_locked_mhz"] = std::to_string(clocks->locked_mhz());
+    }
+    meta_["clocks_locked"] = clocks ? "true" : "false";
     meta_["ncu.clock_control"] = plan_.clock_control;
     meta_["capture.backend"] = plan_.backend;
   }
@@ -144,7 +172,8 @@ class Runner {
     return spec;
   }
 
-  // Pass A. False when there is nothing to attribute (outcome_ says why).
+  // Pass A. False when there is nothing to attribute (outcome_ says why). A workload that failed or was
+  // interrupted inside the window leaves what it captured: attributed, marked partial.
   bool run_timeline_pass() {
     const CapturePass& a = plan_.timeline;
     for (const auto& note : a.notes) say(note);
@@ -156,29 +185,26 @@ class Runner {
     pass_a_s_ = since(t0);
     tell(progress::PassEnded{a.kind, pass_a_s_});
     capture_ = read_capture_json(plan_.capture_json);
-    if (interrupted()) {
-      interrupted_during("pass A; what was captured");
-      return false;
-    }
-    if (get_or(capture_, "capture.window") == "never_opened")
+    if (!interrupted() && get_or(capture_, "capture.window") == "never_opened")
       throw InputError(plan_.output_dir.string(), "the program never opened its capture window (torch.cuda.profiler.start() "
                                                   "was not called): nothing was measured");
-    timeline_ok_ = ra.ok();
-    if (!ra.ok()) {
-      say(fmt::format("the workload failed in pass A ({}); see {}", ra.describe(), a.stderr_path));
-      if (!fs::exists(plan_.trace)) {
-        outcome_.exit_code = 1;
-        return false;
-      }
-      say("attributing what was captured before it failed");
+    if (interrupted())
+      partial_ = fmt::format("interrupted in pass A (signal {}, {})", interrupt_signal(), strsignal(interrupt_signal()));
+    else if (!ra.ok())
+      partial_ = fmt::format("the workload failed in pass A ({}); see {}", ra.describe(), a.stderr_path);
+    if (!partial_.empty() && !fs::exists(plan_.trace)) {
+      say(fmt::format("{}; it left no timeline (the files it wrote are in {})", partial_, plan_.output_dir.string()));
+      outcome_.exit_code = interrupted() ? 128 + interrupt_signal() : 1;
+      return false;
     }
     meta_["timing.pass_a_s"] = fmt::format("{:.2f}", pass_a_s_);
     for (const auto& [k, v] : capture_) meta_[k] = v;
     return true;
   }
 
-  // Pass B and the CSV export. False when interrupted (outcome_ says so).
-  bool run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set) {
+  // Pass B and the CSV export. An interrupt or an ncu failure leaves the profile without counters
+  // (partial_ says why); ERR_NVGPUCTRPERM is an error with what to do.
+  void run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set) {
     const std::uint64_t expected = timeline.kernel_count();
     const std::string chip = chip_for_capture(timeline.timeline.metadata);
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
@@ -198,13 +224,19 @@ class Runner {
     tell(progress::PassEnded{b.kind, *pass_b_s_});
     meta_["timing.pass_b_s"] = fmt::format("{:.2f}", *pass_b_s_);
     if (interrupted()) {
-      interrupted_during("pass B; the timeline of pass A");
-      return false;
+      partial_ = fmt::format("interrupted in pass B (signal {}, {}): no counters", interrupt_signal(),
+                             strsignal(interrupt_signal()));
+      return;
     }
     if (ncu.permission_denied())
       throw InputError(plan_.ncu, "ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters. Run as root, "
                                   "or have the admin set NVreg_RestrictProfilingToAdminUsers=0 (see NVIDIA's "
                                   "ERR_NVGPUCTRPERM page); --skip-ncu profiles without counters");
+    if (!rb.ok() && ncu.profiled() == 0) {
+      partial_ = fmt::format("ncu failed in pass B ({}{}); see {}: no counters", rb.describe(),
+                             ncu.first_error().empty() ? "" : ": " + ncu.first_error(), b.stderr_path);
+      return;
+    }
     if (ncu.nothing_profiled() || ncu.profiled() == 0)
       say("warning: ncu profiled no kernel (did the window open in pass B?); attributing without counters");
     else if (!rb.ok())
@@ -214,12 +246,15 @@ class Runner {
       ChildSpec export_spec = child(e);
       export_spec.on_stderr_line = [&](std::string_view l) { tell(progress::PassOutput{e.kind, std::string(l)}); };
       const ChildResult re = run_child(export_spec);
+      if (interrupted()) {
+        partial_ = "interrupted in the export of ncu's report: no counters";
+        return;
+      }
       if (!re.ok())
         throw InputError(b.produces, "ncu --import --csv failed (" + re.describe() +
                                          "); the report file is kept for inspection");
       ncu_csv_ = e.produces;
     }
-    return true;
   }
 
   const ProfileRequest& r_;
@@ -227,11 +262,11 @@ class Runner {
   CaptureEnvironment env_;
   CapturePlan plan_;
   ProfileOutcome outcome_;
-  std::optional<ClockLock> clocks_;  // restored when the runner ends, also after Ctrl-C
   std::map<std::string, std::string> meta_;
   std::map<std::string, std::string> capture_;  // capture.json, flattened
-  bool timeline_ok_ = false;
+  std::string partial_;  // why the profile is partial (meta key "partial"); "" for a complete one
   double pass_a_s_ = 0;
+  double read_s_ = 0;
   std::optional<double> pass_b_s_;
   std::string ncu_csv_;
 };
@@ -244,8 +279,8 @@ ProfileOutcome run_profile(const ProfileRequest& request, ProfileObserver* obser
 
 void write_report_files(const std::string& database, const fs::path& dir) {
   ProfileReader profile(database);
-  write_text(dir / "report.txt", render_terminal_report(profile));
-  write_text(dir / "report.json", render_json_report(profile));
+  write_file_atomically((dir / "report.txt").string(), render_terminal_report(profile));
+  write_file_atomically((dir / "report.json").string(), render_json_report(profile));
 }
 
 }  // namespace opprof

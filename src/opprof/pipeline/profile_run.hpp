@@ -53,8 +53,9 @@ class ProfileObserver : public ProgressObserver {
 };
 
 struct ProfileOutcome {
-  // 0 done; 1 the workload failed in pass A (what it captured before is attributed when it left a
-  // timeline); 130 interrupted.
+  // 0 done; 1 a partial profile (the workload or ncu failed: what was captured is attributed, meta key
+  // "partial" says what is missing) or nothing to attribute; 128 + signal when SIGINT or SIGTERM
+  // stopped a pass (130, 143), with what was captured attributed as a partial profile.
   int exit_code = 0;
   std::filesystem::path output_dir;
   std::string database;     // "" when nothing was attributed

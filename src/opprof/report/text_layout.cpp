@@ -54,7 +54,9 @@ std::size_t display_width(std::string_view text) {
   return width;
 }
 
-std::string fit_width(std::string_view text, std::size_t width, bool keep_tail) {
+std::string fit_width(std::string_view raw, std::size_t width, bool keep_tail) {
+  const std::string escaped = printable(raw);
+  const std::string_view text = escaped;
   if (text.size() <= width) return std::string(text);
   if (width <= kEllipsis.size()) return std::string(kEllipsis.substr(0, width));
   const std::size_t keep = width - kEllipsis.size();
@@ -68,7 +70,8 @@ std::string fit_width(std::string_view text, std::size_t width, bool keep_tail) 
   return std::string(text.substr(0, end)) + std::string(kEllipsis);
 }
 
-std::string shorten_middle(std::string_view text, std::size_t width) {
+std::string shorten_middle(std::string_view raw, std::size_t width) {
+  const std::string text = printable(raw);
   if (display_width(text) <= width) return std::string(text);
   if (width == 0) return "";
   const std::size_t keep = width - 1;
@@ -76,7 +79,10 @@ std::string shorten_middle(std::string_view text, std::size_t width) {
   return cut_middle(text, head, keep - head);
 }
 
-std::vector<std::string> shorten_distinct(const std::vector<std::string>& names, std::size_t width) {
+std::vector<std::string> shorten_distinct(const std::vector<std::string>& raw_names, std::size_t width) {
+  std::vector<std::string> names;
+  names.reserve(raw_names.size());
+  for (const std::string& n : raw_names) names.push_back(printable(n));
   std::vector<std::string> out;
   out.reserve(names.size());
   for (const std::string& n : names) out.push_back(shorten_middle(n, width));

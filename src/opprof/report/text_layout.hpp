@@ -12,6 +12,10 @@ namespace opprof {
 // told apart: kernel and module names are ASCII), ANSI escape sequences none.
 std::size_t display_width(std::string_view text);
 
+// Names are whatever the trace said: every function here that shortens or pads a name shows it through
+// printable() first (newlines, escapes, invalid UTF-8 escaped), so one cell stays one cell on one line
+// and cannot drive the terminal.
+
 // text cut to width columns with "..." marking the cut: at the end, or at the start when keep_tail.
 std::string fit_width(std::string_view text, std::size_t width, bool keep_tail = false);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "opprof/util/error.hpp"
+
 namespace opprof {
 
 void Page::raw(std::string_view text) {
@@ -14,19 +16,21 @@ void Page::raw(std::string_view text) {
 void Page::title(std::string_view text) { raw(style_.bold(shorten_middle(text, width_))); }
 
 void Page::line(std::string_view text) {
-  if (display_width(text) <= width_) return raw(text);  // as it is: aligned figures keep their spaces
-  const std::size_t indent = std::min(text.find_first_not_of(' '), text.size());
-  prose(text.substr(0, indent), text.substr(indent), std::string(indent + 2, ' '));
+  const std::string safe = printable(text);
+  if (display_width(safe) <= width_) return raw(safe);  // as it is: aligned figures keep their spaces
+  const std::string_view view = safe;
+  const std::size_t indent = std::min(view.find_first_not_of(' '), view.size());
+  prose(view.substr(0, indent), view.substr(indent), std::string(indent + 2, ' '));
 }
 
 void Page::prose(std::string_view first_prefix, std::string_view text, std::string_view rest_prefix) {
-  for (const std::string& l : wrap_text(text, width_, first_prefix, rest_prefix)) raw(l);
+  for (const std::string& l : wrap_text(printable(text), width_, first_prefix, rest_prefix)) raw(l);
 }
 
 void Page::fact(std::string_view key, std::string_view value) {
-  const std::string prefix = fmt::format("  {}: ", key);
+  const std::string prefix = fmt::format("  {}: ", printable(key));
   const std::size_t used = display_width(prefix);
-  if (used >= width_) return line(prefix + std::string(value));
+  if (used >= width_) return line(prefix + printable(value));
   raw(prefix + shorten_middle(value, width_ - used));
 }
 
@@ -53,7 +57,8 @@ std::string table_row(const std::vector<Column>& columns, const std::vector<std:
   for (std::size_t i = 0; i < columns.size() && i < cells.size(); ++i) {
     const Column& c = columns[i];
     row += std::string(c.gap, ' ');
-    const std::string cell = c.right ? pad_left(cells[i], c.width) : pad_right(cells[i], c.width);
+    const std::string text = printable(cells[i]);
+    const std::string cell = c.right ? pad_left(text, c.width) : pad_right(text, c.width);
     row += i == styled_cell && cells[i] != "-" ? style.cyan(cell) : cell;
   }
   // A left-aligned last cell leaves no padding at the end of the line.

@@ -9,12 +9,12 @@
 // see yet and that is deleted on any failure, so it would cost a second write of every page for
 // nothing. Durability matters once, at the end: after COMMIT and close, the temporary file is fsync'ed,
 // renamed over path (atomic on POSIX within one file system), and the directory is fsync'ed so that the
-// rename itself survives a crash. Readers therefore see either the old file or the complete new one.
+// rename itself survives a crash (util/atomic_file.hpp, which also removes the temporary on an interrupt
+// and stale ones of dead processes). Readers therefore see either the old file or the complete new one.
 #include "opprof/store/profile_db.hpp"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +32,7 @@
 #include "opprof/util/atomic_file.hpp"
 #include "opprof/util/embedded.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/interrupt.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -595,22 +596,21 @@ class Writer {
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
 };
 
-void remove_quietly(const std::string& path) { (void)std::remove(path.c_str()); }
-
 }  // namespace
 
 struct ProfileDbWriter::State {
   std::string path;
-  std::string tmp;
+  std::unique_ptr<AtomicFile> file;  // the temporary: removed on failure, on an interrupt, or unless published
   std::unique_ptr<sqlite::Database> db;
   const Timeline* timeline = nullptr;
   std::vector<std::string_view> strings;  // the timeline's strings when the helper started
   std::thread helper;                     // writes the timeline's tables
   std::exception_ptr helper_error;
-  bool published = false;
 
   // SQLite and output errors name the database; others pass as they are.
-  [[noreturn]] void fail(std::exception_ptr error) const {
+  [[noreturn]] void fail(std::exception_ptr error) {
+    db.reset();
+    file.reset();
     try {
       std::rethrow_exception(error);
     } catch (const sqlite::SqliteError& e) {
@@ -624,14 +624,12 @@ struct ProfileDbWriter::State {
 ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background)
     : s_(std::make_unique<State>()) {
   s_->path = path;
-  s_->tmp = fmt::format("{}.tmp-{}", path, ::getpid());
   s_->timeline = &timeline;
   try {
     validate_timeline_tables(timeline);
-    // A file left by an earlier process with the same pid would otherwise be opened and appended to.
-    remove_quietly(s_->tmp);
-    s_->db = std::make_unique<sqlite::Database>(s_->tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                             SQLITE_OPEN_NOMUTEX);
+    s_->file = std::make_unique<AtomicFile>(path);
+    s_->db = std::make_unique<sqlite::Database>(s_->file->temporary(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                                           SQLITE_OPEN_NOMUTEX);
     // page_size must precede the first table; the rest trade crash safety of the invisible temporary
     // file for speed (see the top of this file).
     s_->db->exec(fmt::format(
@@ -642,10 +640,9 @@ ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeli
     s_->db->exec("BEGIN");
     s_->db->exec(embedded_file("profile_schema.sql"));
   } catch (...) {
-    s_->db.reset();
-    remove_quietly(s_->tmp);
     s_->fail(std::current_exception());
   }
+  pause_point("profile_db.write");  // the temporary exists, half written: where tests interrupt
   auto write_timeline_tables = [state = s_.get()] {
     try {
       ProfileInputs in;
@@ -665,10 +662,7 @@ ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeli
 
 ProfileDbWriter::~ProfileDbWriter() {
   if (s_->helper.joinable()) s_->helper.join();
-  if (!s_->published) {
-    s_->db.reset();
-    remove_quietly(s_->tmp);
-  }
+  s_->db.reset();  // closed before the AtomicFile removes an unpublished temporary
 }
 
 void ProfileDbWriter::finish(const ProfileInputs& in) {
@@ -681,16 +675,10 @@ void ProfileDbWriter::finish(const ProfileInputs& in) {
     s_->db->exec("COMMIT");
     s_->db->close();
     s_->db.reset();
-    fsync_file(s_->tmp);
-    if (std::rename(s_->tmp.c_str(), s_->path.c_str()) != 0)
-      throw OutputError(fmt_errno(fmt::format("cannot rename {} to {}", s_->tmp, s_->path)));
+    s_->file->commit();
   } catch (...) {
-    s_->db.reset();
-    remove_quietly(s_->tmp);
     s_->fail(std::current_exception());
   }
-  s_->published = true;
-  fsync_directory(parent_directory(s_->path));
 }
 
 void write_profile_db(const std::string& path, const ProfileInputs& in) {

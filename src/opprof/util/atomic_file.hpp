@@ -1,7 +1,10 @@
 #pragma once
-// Files that appear whole or not at all: written under "<path>.tmp-<pid>" in the same directory, flushed,
-// and renamed over path only when complete, so a reader never sees a partial report or profile and a
-// failed write leaves path as it was.
+// Outputs that appear only complete: written under "<path>.tmp-<pid>" in the destination's directory and
+// renamed over it at the end (atomic within one file system), so that a reader sees the old file or the
+// whole new one, never a part. A failure, an exception or an interrupt (util/interrupt.hpp) removes the
+// temporary; a process killed outright (SIGKILL, a crash) leaves it, and the next write of the same
+// destination removes it (remove_stale_temporaries).
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -17,28 +20,44 @@ void fsync_directory(const std::string& dir);
 // The directory of path for fsync_directory ("." for a bare file name).
 std::string parent_directory(const std::string& path);
 
+// One output written whole or not at all. Either stream bytes through write() (the temporary is opened on
+// the first call), or let another writer (SQLite) create temporary() itself; then commit().
 class AtomicFile {
  public:
-  // Opens the temporary file; throws OutputError when it cannot.
-  explicit AtomicFile(std::string path);
+  // Removes stale temporaries of destination and any leftover of this pid; creates nothing yet.
+  explicit AtomicFile(std::string destination);
+  ~AtomicFile();  // removes the temporary unless committed
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  // Removes the temporary file unless commit() succeeded.
-  ~AtomicFile();
 
-  void write(std::string_view bytes);  // throws OutputError on a short write
-  // Flushes, closes and renames the temporary file over path.
+  const std::string& temporary() const { return temporary_; }
+  const std::string& destination() const { return destination_; }
+  // Appends to the temporary; throws OutputError on a short write or after commit().
+  void write(std::string_view bytes);
+  // Closes what write() opened, flushes the temporary to the device, renames it over the destination and
+  // makes the rename durable. Throws OutputError (and removes the temporary) when it cannot.
   void commit();
-  const std::string& path() const { return path_; }
 
  private:
-  std::string path_;
-  std::string tmp_;
+  std::string destination_;
+  std::string temporary_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
 };
 
-// Writes bytes to path atomically.
+// Refuses, before any work, a destination an AtomicFile could not publish: an empty path, a directory, a
+// missing or non-directory parent, a parent this user may not write. Throws InputError naming the path.
+void check_output_file(const std::string& destination);
+
+// Writes bytes to path through an AtomicFile. Throws OutputError.
 void write_file_atomically(const std::string& path, std::string_view bytes);
+
+// "<destination>.tmp-<pid>" of this process.
+std::string temporary_name(const std::string& destination);
+
+// Removes "<destination>.tmp-<pid>" files whose process no longer exists: only names of exactly that
+// form beside this destination, only of dead pids (a live writer's temporary is left alone). Returns how
+// many it removed.
+std::size_t remove_stale_temporaries(const std::string& destination);
 
 }  // namespace opprof

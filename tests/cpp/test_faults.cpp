@@ -1,0 +1,389 @@
+// Faults around a run, through the opprof executable: interrupts (SIGINT, SIGTERM) during `attribute`
+// and during either pass of `profile`, stale temporaries of killed runs, output paths that cannot be
+// written, a full disk, workloads and ncu that fail, and inputs whose text could break a report.
+#include <gtest/gtest.h>
+// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#include <simdjson.h>
+#pragma GCC diagnostic pop
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_harness.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using opprof::test::count_lines;
+using opprof::test::example;
+using opprof::test::fixture;
+using opprof::test::Result;
+using opprof::test::run;
+
+std::map<std::string, std::string> read_meta(const std::string& db_path) {
+  std::map<std::string, std::string> meta;
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return meta;
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &st, nullptr) == SQLITE_OK)
+    while (sqlite3_step(st) == SQLITE_ROW)
+      meta[reinterpret_cast<const char*>(sqlite3_column_text(st, 0))] =
+          reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return meta;
+}
+
+std::string read_text(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Names in dir that look like the writer's temporaries.
+std::vector<std::string> temporaries_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) out.push_back(e.path().string());
+  return out;
+}
+
+// A pid that no process has: a child's, once it has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+// True while a process of that pid runs (a zombie nobody reaped does not run).
+bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+// True when a string value anywhere in the document equals text.
+bool holds_string(simdjson::dom::element e, std::string_view text) {
+  switch (e.type()) {
+    case simdjson::dom::element_type::STRING: return e.get_string().value() == text;
+    case simdjson::dom::element_type::ARRAY:
+    {
+      const simdjson::dom::array array = e.get_array().value();  // named: a range-for outlives no temporary
+      for (simdjson::dom::element v : array)
+        if (holds_string(v, text)) return true;
+      return false;
+    }
+    case simdjson::dom::element_type::OBJECT:
+    {
+      const simdjson::dom::object object = e.get_object().value();
+      for (auto [k, v] : object)
+        if (k == text || holds_string(v, text)) return true;
+      return false;
+    }
+    default: return false;
+  }
+}
+
+class Faults : public opprof::test::ScratchDir {
+ protected:
+  // Stand-ins for `opprof profile --backend torch` on a machine without a GPU: python3 answers the GPU
+  // probe and, as pass A, writes a small real trace and then runs pass_a (shell code; $out is the output
+  // directory, $PPID is opprof); ncu runs pass_b (its --export target in $out) and answers --import with
+  // a CSV; nvidia-smi logs its arguments to smi.log and reports a base clock.
+  void stand_ins(const std::string& pass_a, const std::string& pass_b) const {
+    write_program("python3",
+                  "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+                  "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+                  "if [ \"$pass\" = timeline ]; then cp " + fixture("kineto/mlp_compiled.kineto.json") +
+                      " $out/trace.json\n" + pass_a + "\nfi\n");
+    write_program("ncu",
+                  "if [ \"$1\" = --import ]; then exit 0; fi\n"
+                  "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n" + pass_b + "\n");
+    write_program("nvidia-smi",
+                  "echo \"$@\" >> " + path("smi.log") + "\n"
+                  "case \"$*\" in *--query-gpu*) echo 1980 ;; esac\n");
+  }
+  Result profile(const std::string& extra = "") const {
+    return run("profile --backend torch " + example("mlp.py") + " --python " + path("python3") + " --ncu " +
+                   path("ncu") + " -o " + path("out") + " " + extra,
+               "PATH=" + dir_.string() + ":/usr/bin:/bin");
+  }
+  std::string out_db() const { return path("out") + "/profile.db"; }
+  // What pass A or B runs to be interrupted: a grandchild that would outlive its parent, its pid in
+  // grandchild.pid, then a signal to opprof, then a wait that only the forwarded signal ends.
+  std::string interrupt_opprof(const char* signal) const {
+    return "sleep 60 & echo $! > " + path("grandchild.pid") + "\nkill -" + signal + " $PPID\nwait\n";
+  }
+  pid_t grandchild() const { return static_cast<pid_t>(std::stol(read_text(path("grandchild.pid")))); }
+};
+
+TEST_F(Faults, SigintDuringAttributeRemovesTheTemporaryAndKeepsTheOldProfile) {
+  const std::string db = path("p.db");
+  const std::string trace = fixture("lstm/trace.json.gz");
+  ASSERT_EQ(run("attribute -q --trace " + trace + " -o " + db).status, 0);
+  const auto before = fs::file_size(db);
+  const std::string before_meta = read_meta(db).at("created_at");
+  // The writer stops itself with the temporary half written; it is interrupted there and continued.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("OPPROF_PAUSE_AT", "profile_db.write", 1);
+    execl(OPPROF_CLI_PATH, OPPROF_CLI_PATH, "attribute", "-q", "--trace", trace.c_str(), "-o", db.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  EXPECT_EQ(temporaries_in(dir_).size(), 1u);
+  kill(pid, SIGINT);
+  kill(pid, SIGCONT);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_TRUE(temporaries_in(dir_).empty());
+  EXPECT_EQ(fs::file_size(db), before);
+  EXPECT_EQ(read_meta(db).at("created_at"), before_meta);
+  EXPECT_EQ(run("report " + db).status, 0);
+}
+
+TEST_F(Faults, StaleTemporariesOfDeadRunsAreRemovedAndNoOthers) {
+  const std::string db = path("p.db");
+  const std::string dead = db + ".tmp-" + std::to_string(dead_pid());
+  const std::string live = db + ".tmp-" + std::to_string(getpid());  // this test: a live process
+  const std::string not_ours = db + ".tmp-backup";
+  const std::string other_output = path("q.db") + ".tmp-" + std::to_string(dead_pid());
+  for (const std::string& p : {dead, live, not_ours, other_output}) std::ofstream(p) << "x";
+  ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " -o " + db).status, 0);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(not_ours));
+  EXPECT_TRUE(fs::exists(other_output));
+}
+
+// Output paths that cannot be written are refused before the trace is read: the error names the output,
+// not the (here also broken) trace.
+TEST_F(Faults, UnwritableOutputPathsAreRefusedBeforeTheWork) {
+  write("broken.json", "{\"traceEvents\": [");
+  write("afile", "x");
+  fs::create_directories(path("adir"));
+  const std::string trace = " --trace " + path("broken.json");
+  struct Case {
+    std::string output;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{{"''", "the output path is empty"},
+                                         {path("missing/p.db"), "does not exist"},
+                                         {path("afile/p.db"), "is not a directory"},
+                                         {path("adir"), "is a directory"},
+                                         {"/proc/p.db", "cannot create files in /proc"}}) {
+    const Result r = run("attribute -q" + trace + " -o " + c.output);
+    EXPECT_EQ(r.status, 2) << c.output << ": " << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.output << ": " << r.output;
+    EXPECT_EQ(r.output.find("broken.json"), std::string::npos) << r.output;
+  }
+  stand_ins("", "");
+  const Result r = run("profile --backend torch " + example("mlp.py") + " --skip-ncu --python " + path("python3") +
+                       " -o " + path("afile"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("not a directory"), std::string::npos) << r.output;
+}
+
+// The database write fails for want of space (a file-size limit): exit 1, one line, the old profile kept.
+TEST_F(Faults, AFullDiskKeepsTheOldProfileAndLeavesNoTemporary) {
+  const std::string db = path("p.db");
+  const std::string args = "attribute -q --trace " + fixture("gpt2_eager/trace.json.gz") + " -o " + db;
+  ASSERT_EQ(run(args).status, 0);
+  const auto before = fs::file_size(db);
+  // 256 blocks (128 or 256 KiB, as the shell counts them): far less than the profile. SIGXFSZ ignored, so
+  // that the write fails with EFBIG the way it fails with ENOSPC on a full disk.
+  const Result r = run(args, "", "ulimit -f 256; trap '' XFSZ; ");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("cannot write profile database " + db), std::string::npos) << r.output;
+  EXPECT_TRUE(temporaries_in(dir_).empty());
+  EXPECT_EQ(fs::file_size(db), before);
+  EXPECT_EQ(run("report " + db).status, 0);
+}
+
+TEST_F(Faults, SigtermInPassAStopsTheWorkloadRestoresClocksAndKeepsAPartialProfile) {
+  stand_ins(interrupt_opprof("TERM"), "touch " + path("ncu_ran"));
+  const Result r = profile("--lock-clocks");
+  EXPECT_EQ(r.signal, 0) << r.output;
+  EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
+  EXPECT_FALSE(running(grandchild()));
+  EXPECT_NE(read_text(path("smi.log")).find("--reset-gpu-clocks"), std::string::npos);
+  EXPECT_FALSE(fs::exists(path("ncu_ran")));  // pass B does not start after an interrupt
+  ASSERT_TRUE(fs::exists(out_db())) << r.output;
+  EXPECT_NE(read_meta(out_db())["partial"].find("interrupted in pass A"), std::string::npos);
+  EXPECT_TRUE(temporaries_in(path("out")).empty());
+  EXPECT_NE(r.output.find("the profile is partial"), std::string::npos) << r.output;
+}
+
+TEST_F(Faults, SigintInPassBStopsNcuRestoresClocksAndKeepsTheTimeline) {
+  stand_ins("", interrupt_opprof("INT"));
+  const Result r = profile("--lock-clocks");
+  EXPECT_EQ(r.status, 128 + SIGINT) << r.output;
+  EXPECT_FALSE(running(grandchild()));
+  const std::string smi = read_text(path("smi.log"));
+  EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
+  EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
+  ASSERT_TRUE(fs::exists(out_db())) << r.output;
+  const auto meta = read_meta(out_db());
+  EXPECT_NE(meta.at("partial").find("interrupted in pass B"), std::string::npos);
+  EXPECT_EQ(meta.count("ncu.rows"), 0u);
+  for (const char* f : {"report.txt", "report.json", "trace.json"}) EXPECT_TRUE(fs::exists(path("out") + "/" + f)) << f;
+  EXPECT_TRUE(temporaries_in(path("out")).empty());
+}
+
+TEST_F(Faults, AWorkloadFailingInsideTheWindowGivesAPartialProfileAndExitOne) {
+  stand_ins("echo 'CUDA error: an illegal memory access' >&2; exit 3", "exit 0");
+  const Result failed = profile("--skip-ncu");
+  EXPECT_EQ(failed.status, 1) << failed.output;
+  EXPECT_NE(failed.output.find("the workload failed in pass A (exit status 3)"), std::string::npos) << failed.output;
+  ASSERT_TRUE(fs::exists(out_db()));
+  EXPECT_NE(read_meta(out_db())["partial"].find("exit status 3"), std::string::npos);
+  EXPECT_EQ(run("report " + out_db()).status, 0);
+
+  // Killed before it wrote a timeline: nothing to attribute, said so, exit 1, no database.
+  fs::remove_all(path("out"));
+  stand_ins("rm $out/trace.json; kill -9 $$", "exit 0");
+  const Result killed = profile("--skip-ncu");
+  EXPECT_EQ(killed.status, 1) << killed.output;
+  EXPECT_NE(killed.output.find("killed by signal 9"), std::string::npos) << killed.output;
+  EXPECT_NE(killed.output.find("left no timeline"), std::string::npos) << killed.output;
+  EXPECT_FALSE(fs::exists(out_db()));
+}
+
+TEST_F(Faults, NcuFailingOrWithoutCounterPermissionSaysWhatToDo) {
+  stand_ins("", "echo '==ERROR== Failed to connect to the target application' >&2; exit 1");
+  const Result failed = profile();
+  EXPECT_EQ(failed.status, 1) << failed.output;
+  EXPECT_NE(failed.output.find("ncu failed in pass B (exit status 1"), std::string::npos) << failed.output;
+  ASSERT_TRUE(fs::exists(out_db()));
+  EXPECT_NE(read_meta(out_db())["partial"].find("no counters"), std::string::npos);
+
+  fs::remove_all(path("out"));
+  stand_ins("", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+                "Performance Counters on the target device 0.' >&2; exit 1");
+  const Result denied = profile();
+  EXPECT_EQ(denied.status, 2) << denied.output;
+  const auto error_line = denied.output.find("opprof: error:");
+  ASSERT_NE(error_line, std::string::npos) << denied.output;
+  const std::string error = denied.output.substr(error_line);
+  EXPECT_EQ(count_lines(error), 1) << error;
+  EXPECT_NE(error.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos) << error;
+  EXPECT_NE(error.find("--skip-ncu"), std::string::npos) << error;
+}
+
+TEST_F(Faults, ATraceWithoutKernelsIsRefusedWithWhatIsMissing) {
+  write("cpu_only.json",
+        R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})");
+  const Result r = run("attribute -q --trace " + path("cpu_only.json") + " -o " + path("p.db"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("holds no GPU activity"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("p.db")));
+}
+
+// Kernel and operator names are whatever the trace says: quotes, commas, newlines, escapes, non-ASCII.
+// The terminal report shows them on one line each without control characters; the JSON report stays JSON
+// and gives them back exactly.
+TEST_F(Faults, HostileKernelNamesAreShownSafelyInEveryReport) {
+  const std::string kernel = "k\\\"q,uo\\nte\\u001b[31m\\u00e9\\u4e2d";  // as JSON text
+  const std::string op = "aten::\\\"op\\\",\\r\\t";
+  write("names.json",
+        "{\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\", \"computeMajor\": 9, \"computeMinor\": 0, "
+        "\"numSms\": 132}],\n\"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + op + "\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 50, "
+        "\"args\": {\"External id\": 7}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 20, "
+        "\"dur\": 5, \"args\": {\"correlation\": 99, \"External id\": 7}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"" + kernel + "\", \"pid\": 0, \"tid\": 7, \"ts\": 30, \"dur\": 40, "
+        "\"args\": {\"correlation\": 99, \"device\": 0, \"stream\": 7, \"grid\": [1, 1, 1], \"block\": [32, 1, 1]}}\n]}\n");
+  const std::string db = path("p.db");
+  const Result a = run("attribute -q --trace " + path("names.json") + " -o " + db);
+  ASSERT_EQ(a.status, 0) << a.output;
+
+  const Result t = run("report " + db);
+  ASSERT_EQ(t.status, 0) << t.output;
+  EXPECT_EQ(t.output.find('\x1b'), std::string::npos) << t.output;
+  EXPECT_EQ(t.output.find('\r'), std::string::npos) << t.output;
+  EXPECT_EQ(t.output.find("uo\nte"), std::string::npos) << t.output;
+  EXPECT_NE(t.output.find("aten::\"op\""), std::string::npos) << t.output;
+
+  const Result j = run("report --json --top 0 " + db);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_EQ(j.output.find('\x1b'), std::string::npos) << j.output;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(j.output).get(doc), simdjson::SUCCESS) << j.output;
+  EXPECT_TRUE(holds_string(doc, "aten::\"op\",\r\t")) << j.output;
+}
+
+// Every bad invocation: exit status 2 and one line, "opprof: error: ...", saying what is wrong.
+TEST_F(Faults, BadInvocationsExitTwoWithOneLine) {
+  write("text.db", "not a database\n");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path("foreign.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t (x INTEGER)", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const std::string trace = fixture("lstm/trace.json.gz");
+  struct Case {
+    std::string args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"", "subcommand"},
+      {"bogus", "unknown command 'bogus'"},
+      {"--bogus", "unknown option '--bogus'"},
+      {"attribute", "--trace"},
+      {"attribute --trace " + trace, "--output"},
+      {"attribute --trace " + trace + " -o " + path("p.db") + " --no-such-flag", "--no-such-flag"},
+      {"attribute --trace " + path("nope.json") + " -o " + path("p.db"), "nope.json"},
+      {"attribute --trace " + trace + " -o " + path("p.db") + " --metrics " + path("nope.tsv"), "nope.tsv"},
+      {"attribute --trace " + trace + " -o " + path("p.db") + " -- python x.py", "only `opprof profile` takes a program"},
+      {"report", "database"},
+      {"report " + path("nope.db"), "nope.db"},
+      {"report " + path("text.db"), "text.db"},
+      {"report " + path("foreign.db"), "not an opprof profile"},
+      {"report --top -5 " + path("p.db"), "--top"},
+      {"report --top many " + path("p.db"), "--top"},
+      {"report " + path("p.db") + " extra", "extra"},
+      {"compare " + path("p.db"), "required"},
+      {"profile --compile bogus " + example("mlp.py"), "--compile"},
+      {"profile --backend bogus " + example("mlp.py"), "--backend"},
+      {"metrics --bogus", "--bogus"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    EXPECT_EQ(count_lines(r.output), 1) << c.args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("opprof: error: ", 0), 0u) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(path("p.db"))) << c.args;
+  }
+}
+
+}  // namespace
