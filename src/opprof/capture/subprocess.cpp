@@ -137,6 +137,8 @@ ChildResult run_child(const ChildSpec& spec) {
   result.started = true;
   setpgid(pid, pid);  // also here: whichever of the two runs first, the group exists before a signal is sent to it
   ForwardInterrupts forward(pid);
+  int status = 0;
+  bool reaped = false;
   if (capture_out) close(out_pipe[1]);
   if (capture_err) close(err_pipe[1]);
   {
@@ -148,6 +150,12 @@ ChildResult run_child(const ChildSpec& spec) {
     char buf[1 << 16];
     while (!fds.empty()) {
       int n = poll(fds.data(), fds.size(), 500);
+      // After an interrupt, once the child itself has ended, what it left running (a grandchild that
+      // ignores SIGINT, as background jobs of a shell script do) would hold the pipes open: it goes.
+      if (interrupted() && !reaped && waitpid(pid, &status, WNOHANG) == pid) {
+        reaped = true;
+        (void)kill(-pid, SIGKILL);
+      }
       if (n < 0 && errno == EINTR) continue;
       for (std::size_t i = 0; i < fds.size();) {
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -169,8 +177,7 @@ ChildResult run_child(const ChildSpec& spec) {
       }
     }
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   // What the child started and left running after an interrupt goes too (no such group: ESRCH, ignored).
   if (interrupted()) (void)kill(-pid, SIGKILL);

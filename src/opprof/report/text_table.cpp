@@ -74,7 +74,7 @@ std::string table_header(const std::vector<Column>& columns, const Style& style)
 
 std::size_t longest_name(const std::vector<std::string>& names) {
   std::size_t w = 0;
-  for (const std::string& n : names) w = std::max(w, display_width(n));
+  for (const std::string& n : names) w = std::max(w, display_width(printable(n)));  // as shown
   return w;
 }
 
