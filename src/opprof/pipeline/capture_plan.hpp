@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "opprof/capture/subprocess.hpp"
+#include "opprof/dedup/dedup_plan.hpp"
 
 namespace opprof {
 
@@ -32,6 +33,10 @@ struct ProfileRequest {
   // Pass A's capture: tracer (libopprof_tracer.so), torch (torch.profiler), or auto: the tracer where it
   // was built, else torch.
   std::string backend = "auto";
+  // Layer dedup (docs/dedup.md): off, layers or kernels; --dedup-verify K also replays K duplicates per
+  // class in full and reports how far their counters are from the representative's.
+  std::string dedup = "layers";
+  int dedup_verify = 0;
 };
 
 // Throws InputError for a request that cannot run (both or neither of workload and command, a missing
@@ -94,7 +99,18 @@ struct CapturePlan {
   std::string database;            // profile.db
   // The capture runner's arguments for pass B (those of pass A without the backend).
   std::vector<std::string> counters_runner_args;
+  // Dedup as asked and as this capture kind can select it: the mechanism pass B uses (dedup_selection),
+  // the structure file pass A writes, the plan file pass B's hooks read.
+  DedupRequest dedup;
+  std::string dedup_plan_file;
 };
+
+// Which of ncu's selection mechanisms realizes a dedup plan for a capture kind (docs/dedup.md, measured on
+// the H200): module hooks with an NVTX exclude filter where module hooks run (layers of an eager model,
+// forward and training: the backward hooks run on autograd's thread and push there), the per-launch-config
+// filter where they do not (compiled graphs and CUDA-graph replays: the structure file's runtime is
+// fx_graph) and for --dedup kernels. structure_runtime is the structure file's "runtime".
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime);
 
 // The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
 // the request: no tracer library for --backend tracer, no ncu without --skip-ncu, no GPU, no torch.
@@ -102,8 +118,15 @@ CapturePlan build_capture_plan(const ProfileRequest& request, const CaptureEnvir
 
 // Pass B: its metric names come from the GPU chip pass A's timeline names, and it records from the start
 // when pass A's window spanned the whole run (a script that never opened one).
+// With a dedup plan, pass B selects its replay set: ncu's filter arguments and, for NVTX selection, the
+// plan file in OPPROF_DEDUP_PLAN (written by the runner, write_dedup_plan_file).
 CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
-                          const std::vector<std::string>& metric_names, bool whole_run);
+                          const std::vector<std::string>& metric_names, bool whole_run,
+                          const DedupPlan* dedup = nullptr);
+// ncu's arguments that select a plan's replay set (none without dedup).
+std::vector<std::string> ncu_selection_args(const DedupPlan& plan);
+// The JSON pass B's hooks read (python/opprof/dedup_select.py, format version 1).
+std::string dedup_plan_json(const DedupPlan& plan, bool backward);
 CapturePass csv_export_pass(const CapturePlan& plan);
 
 }  // namespace opprof

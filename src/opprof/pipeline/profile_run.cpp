@@ -15,6 +15,7 @@
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
+#include "opprof/ingest/inductor.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
@@ -95,8 +96,10 @@ class Runner {
     attr.metrics = r_.metrics;
     if (fs::exists(plan_.inductor_dir)) attr.inductor = plan_.inductor_dir;
     if (plan_.counters && timeline_ok_) {
-      if (!run_counters_pass(timeline, metric_set)) return outcome_;
+      const DedupPlan dedup = plan_dedup(timeline, attr);
+      if (!run_counters_pass(timeline, metric_set, dedup)) return outcome_;
       if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
+      if (dedup.active()) attr.dedup = dedup_request_;
     }
     attr.extra_metadata = meta_;
     const auto attribute_start = Clock::now();
@@ -177,17 +180,61 @@ class Runner {
     return true;
   }
 
+  // The dedup plan from pass A's attributed timeline (attribute_capture attributes it again after pass B,
+  // with the counters; attribution is a fraction of a second, the trace is read once). Writes the plan
+  // file pass B's hooks read, and says what pass B will replay.
+  DedupPlan plan_dedup(TimelineCapture& timeline, const AttributeRequest& attr) {
+    DedupRequest request = plan_.dedup;
+    Timeline& tl = timeline.timeline;
+    if (request.mode == DedupMode::kOff) return plan_without_dedup(tl);
+    if (request.mode == DedupMode::kLayers && !fs::exists(request.structure)) {
+      say(fmt::format("dedup: pass A wrote no {} (a program, not a workload module, or a model without modules): "
+                      "deduplicating by kernel signature instead (--dedup kernels)",
+                      fs::path(request.structure).filename().string()));
+      request.mode = DedupMode::kKernels;
+      request.selection = DedupSelection::kPerLaunchConfig;
+    }
+    if (request.mode == DedupMode::kLayers)
+      request.selection = dedup_selection(request.mode, read_structure_file(request.structure).runtime);
+    std::optional<InductorArtifacts> inductor;
+    if (!attr.inductor.empty()) inductor = read_inductor_artifacts(attr.inductor);
+    const AttributionTable attribution = attribute_timeline(tl, inductor ? &*inductor : nullptr, attr.attribution);
+    DedupPlan dedup = build_dedup_plan(tl, attribution, request);
+    dedup_request_ = request;
+    if (dedup.selection == DedupSelection::kNvtxModules)
+      write_text(plan_.dedup_plan_file, dedup_plan_json(dedup, r_.train));
+    say(fmt::format("dedup {} ({}): {} classes, {} instances ({} replayed in full), {} of {} kernels to replay, {} "
+                    "propagated{}",
+                    to_string(dedup.mode), to_string(dedup.selection), dedup.classes.size(), dedup.instances,
+                    dedup.instances_in_full, dedup.kernels_replayed, dedup.kernels, dedup.kernels_propagated,
+                    dedup.verify > 0 ? fmt::format(", {} duplicates per class replayed to verify", dedup.verify) : ""));
+    for (const std::string& note : dedup.notes) say("dedup: " + note);
+    meta_["dedup.planned_at_capture"] = "true";
+    return dedup;
+  }
+
   // Pass B and the CSV export. False when interrupted (outcome_ says so).
-  bool run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set) {
-    const std::uint64_t expected = timeline.kernel_count();
+  bool run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set, const DedupPlan& dedup) {
+    const std::uint64_t expected = dedup.kernels_replayed;
     const std::string chip = chip_for_capture(timeline.timeline.metadata);
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     const bool whole_run = get_or(capture_, "capture.window") == "whole_run";
-    const CapturePass b = counters_pass(plan_, env_, names, whole_run);
+    const CapturePass b = counters_pass(plan_, env_, names, whole_run, &dedup);
+    for (const auto& note : b.notes) say(note);
+    say(fmt::format("pass B: {} kernels to replay with {} metrics; ncu says how many replay passes that takes per "
+                    "kernel when it has replayed the first (it cannot be asked beforehand)",
+                    expected, names.size()));
     NcuProgress ncu(expected);
     const auto t1 = Clock::now();
+    bool passes_told = false;
     auto on_line = [&](std::string_view l) {
-      if (ncu.feed(l)) tell(progress::NcuStatus{ncu.profiled(), expected, since(t1), ncu.status(since(t1))});
+      if (!ncu.feed(l)) return;
+      if (!passes_told && ncu.passes() > 0) {
+        passes_told = true;
+        say(fmt::format("ncu: {} replay passes per kernel (the first kernel's)", ncu.passes()));
+        meta_["ncu.passes_first_kernel"] = std::to_string(ncu.passes());
+      }
+      tell(progress::NcuStatus{ncu.profiled(), expected, since(t1), ncu.status(since(t1))});
     };
     ChildSpec spec = child(b);
     spec.on_stdout_line = on_line;
@@ -234,6 +281,7 @@ class Runner {
   double pass_a_s_ = 0;
   std::optional<double> pass_b_s_;
   std::string ncu_csv_;
+  DedupRequest dedup_request_;  // the dedup pass B was run with (layers may have fallen back to kernels)
 };
 
 }  // namespace

@@ -104,7 +104,8 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
                                               "capture.sm_clock.after_measured.mhz", "capture.status"};
   for (const auto& [key, value] : s.metadata) {
     if (key == "schema_version" || key == "created_at" || key == "opprof_version" || starts_with(key, "timeline.") ||
-        starts_with(key, "ncu.") || starts_with(key, "note.") || starts_with(key, "warning."))
+        starts_with(key, "ncu.") || starts_with(key, "note.") || starts_with(key, "warning.") ||
+        starts_with(key, "dedup."))
       continue;
     if (starts_with(key, "capture.") &&
         std::none_of(std::begin(kCaptureShown), std::end(kCaptureShown), [&](const char* k) { return key == k; }))
@@ -196,6 +197,32 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
       out += fmt::format("  {}\n", s.match_notes[i]);
     if (s.match_notes.size() > kNotesShown)
       out += fmt::format("  ... {} more match notes (table match_notes)\n", s.match_notes.size() - kNotesShown);
+  }
+  out += dedup_section(profile.dedup());
+  return out;
+}
+
+std::string dedup_section(const ProfileDedup& d) {
+  if (!d.active) return {};
+  std::string out = fmt::format(
+      "\ndedup {} ({}): {} of {} kernels replayed, {} took a representative's counters (kernel_metrics.counters_from); "
+      "{} classes, {} instances, {} replayed in full\n",
+      d.mode, d.selection, d.kernels_replayed, d.kernels, d.kernels_propagated, d.classes, d.instances,
+      d.instances_in_full);
+  if (d.kernels_without_source > 0)
+    out += fmt::format("  {} duplicate kernels without counters: their representative's kernel got no ncu row\n",
+                       d.kernels_without_source);
+  constexpr std::size_t kShown = 3;
+  for (std::size_t i = 0; i < d.in_full.size() && i < kShown; ++i)
+    out += fmt::format("  {} ({}): {}\n", d.in_full[i].instance, d.in_full[i].class_type, d.in_full[i].reason);
+  if (d.in_full.size() > kShown) out += fmt::format("  ... {} more (table dedup_instances)\n", d.in_full.size() - kShown);
+  if (!d.verify_deviation.empty()) {
+    out += fmt::format("  --dedup-verify {}: duplicates replayed in full vs their representative, per metric "
+                       "(duration-weighted median |relative deviation|, max):\n",
+                       d.verify);
+    for (const auto& v : d.verify_deviation)
+      out += fmt::format("    {:<70} {:6.2f} %  max {:7.2f} %  ({} kernels)\n", v.metric, 100 * v.median_rel,
+                         100 * v.max_rel, v.pairs);
   }
   return out;
 }

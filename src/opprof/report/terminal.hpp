@@ -14,6 +14,10 @@ namespace opprof {
 // share, the unattributed kernel time by family and reason, and ncu matching.
 std::string render_terminal_report(const ProfileReader& profile, const ReportOptions& options = {});
 
+// Layer dedup's lines of the report ("" without dedup): replayed vs propagated kernels, instances replayed
+// in full and why, and the --dedup-verify deviations.
+std::string dedup_section(const ProfileDedup& dedup);
+
 // "812 ns", "12.35 us", "4.21 ms", "1.234 s".
 std::string format_duration_ns(std::int64_t ns);
 // text cut to width columns with "..." marking the cut: at the end, or at the start when keep_tail
