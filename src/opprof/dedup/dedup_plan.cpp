@@ -179,7 +179,7 @@ DedupPlan plan_kernel_dedup(const Timeline& tl, int verify) {
     for (std::uint32_t k : process) {
       std::string sig = launch_signature(tl, k);
       auto [it, inserted] = class_of.try_emplace(sig, p.classes.size());
-      if (inserted) p.classes.push_back({sig, tl.str(tl.kernels.name[k]), {}});
+      if (inserted) p.classes.push_back({sig, std::string(tl.str(tl.kernels.name[k])), {}});
       DedupClass& c = p.classes[it->second];
       DedupInstance inst{fmt::format("launch {}", c.instances.size() + 1), {k}, c.instances.empty(), false, false, {}};
       if (inst.representative) {
