@@ -57,6 +57,12 @@ Command add_profile_command(CLI::App& app) {
                   "configuration), or off")
       ->check(CLI::IsMember({"off", "layers", "kernels"}))
       ->capture_default_str();
+  cmd->add_option("--dedup-selection", o.dedup_selection,
+                  "How pass B replays only the plan's kernels: auto (= per_launch_config: ncu's per-launch-config\n"
+                  "filter, every capture kind), or nvtx_modules (module hooks + ncu's NVTX exclude filter: exact\n"
+                  "per layer, eager models only)")
+      ->check(CLI::IsMember({"auto", "nvtx_modules", "per_launch_config"}))
+      ->capture_default_str();
   cmd->add_option("--dedup-verify", o.dedup_verify,
                   "Also replay K duplicates per class in full and report how far their counters are from the\n"
                   "representative's (per metric, duration-weighted median relative deviation)")

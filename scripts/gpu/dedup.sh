@@ -7,7 +7,8 @@
 # with and without --dedup on GPT-2 small (examples/gpt2.py, batch 4 x 128, eager and compiled) and a training
 # step (examples/train_lm.py --model gpt2, eager, AdamW), opprof's default metric set, --clock-control none:
 # kernels replayed and pass-B wall time, per-operator key metrics with vs without dedup
-# (scripts/gpu/compare_dedup.py), --dedup-verify 3 deviations (eager), and one deduplicated capture saved as
+# (scripts/gpu/compare_dedup.py), --dedup-verify 3 deviations (eager), the NVTX selection on eager GPT-2
+# (--dedup-selection nvtx_modules), and one deduplicated capture saved as
 # the fixture tests/fixtures/dedup/gpt2_eager (timeline, dedup'd ncu CSV, structure file, plan).
 # Runs in order of importance within a budget (BUDGET_S, default 460 s after the build); a run that would not
 # fit is skipped, and the last (the training step without dedup) is cut at the budget and its pass-B time
@@ -67,6 +68,8 @@ compare "GPT-2 small compiled (Inductor default), inference" compiled_off compil
 run train_layers 90 --dedup layers "${TRAIN[@]}"
 run eager_verify 70 "$GPT2" --compile eager --warmup 2 --dedup layers --dedup-verify 3
 compare "GPT-2 small eager, --dedup-verify 3" eager_off eager_verify
+run eager_nvtx 60 "$GPT2" --compile eager --warmup 2 --dedup layers --dedup-selection nvtx_modules
+compare "GPT-2 small eager, --dedup-selection nvtx_modules (module hooks + NVTX exclude)" eager_off eager_nvtx
 # The training step without dedup replays every kernel (about 1500): cut at the budget's end if it must be.
 if (($(left) > 40)); then
   run train_off 40 --dedup off "${TRAIN[@]}"
@@ -96,7 +99,7 @@ EOF
 else
   say "skip train_off: $(left) s left"
 fi
-for name in train_layers; do
+for name in train_layers eager_nvtx; do
   [[ -f "$W/$name/report.json" ]] && "$PYTHON" -c "
 import json,sys; r=json.load(open('$W/$name/report.json')); d=r['dedup']; m=r['metadata']
 print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','instances_replayed_in_full')}, 'pass B', m.get('timing.pass_b_s'), 's')

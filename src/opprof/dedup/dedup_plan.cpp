@@ -83,6 +83,8 @@ DedupPlan plan_without_dedup(const Timeline& tl) {
 DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
                            int verify) {
   DedupPlan p = empty_plan(tl, DedupMode::kLayers);
+  p.selection = DedupSelection::kNvtxModules;
+  p.verify = verify;
   // Instance of each module path; a kernel belongs to the instance whose path is its module's or a prefix
   // of it at a dot.
   struct Slot {
@@ -174,6 +176,8 @@ DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attributi
 
 DedupPlan plan_kernel_dedup(const Timeline& tl, int verify) {
   DedupPlan p = empty_plan(tl, DedupMode::kKernels);
+  p.selection = DedupSelection::kPerLaunchConfig;
+  p.verify = verify;
   std::unordered_map<std::string, std::size_t> class_of;
   for (const std::vector<std::uint32_t>& process : kernels_in_launch_order(tl)) {
     for (std::uint32_t k : process) {

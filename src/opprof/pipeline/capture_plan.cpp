@@ -97,6 +97,8 @@ void check_profile_request(const ProfileRequest& r) {
     throw InputError("--dedup", "'" + r.dedup + "': give off, layers or kernels");
   if (r.dedup_verify < 0) throw InputError("--dedup-verify", "must be >= 0");
   if (r.dedup_verify > 0 && r.dedup == "off") throw InputError("--dedup-verify", "needs --dedup layers or kernels");
+  if (r.dedup_selection != "auto" && !enum_from_name<DedupSelection>(kDedupSelectionNames, r.dedup_selection))
+    throw InputError("--dedup-selection", "'" + r.dedup_selection + "': give auto, nvtx_modules or per_launch_config");
   if (!r.command.empty()) {
     // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
     // Python script, given as "python script.py ..." or "script.py ...".
@@ -202,9 +204,9 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   return plan;
 }
 
-DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime) {
-  return mode == DedupMode::kLayers && structure_runtime == "eager_inputs" ? DedupSelection::kNvtxModules
-                                                                           : DedupSelection::kPerLaunchConfig;
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested) {
+  const bool hooks_run = mode == DedupMode::kLayers && structure_runtime == "eager_inputs";
+  return requested == "nvtx_modules" && hooks_run ? DedupSelection::kNvtxModules : DedupSelection::kPerLaunchConfig;
 }
 
 std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {

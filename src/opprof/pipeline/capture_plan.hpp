@@ -37,6 +37,7 @@ struct ProfileRequest {
   // class in full and reports how far their counters are from the representative's.
   std::string dedup = "layers";
   int dedup_verify = 0;
+  std::string dedup_selection = "auto";  // auto, nvtx_modules or per_launch_config (dedup_selection())
 };
 
 // Throws InputError for a request that cannot run (both or neither of workload and command, a missing
@@ -105,12 +106,14 @@ struct CapturePlan {
   std::string dedup_plan_file;
 };
 
-// Which of ncu's selection mechanisms realizes a dedup plan for a capture kind (docs/dedup.md, measured on
-// the H200): module hooks with an NVTX exclude filter where module hooks run (layers of an eager model,
-// forward and training: the backward hooks run on autograd's thread and push there), the per-launch-config
-// filter where they do not (compiled graphs and CUDA-graph replays: the structure file's runtime is
-// fx_graph) and for --dedup kernels. structure_runtime is the structure file's "runtime".
-DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime);
+// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200 and on the
+// committed captures): ncu's per-launch-config filter by default, in every capture kind (eager, training,
+// compiled graphs, CUDA-graph replays), because it also dedups the kernels outside the layers (optimizer,
+// embeddings, backward kernels attribution gives no module) that repeat by configuration; NVTX exclude ranges
+// from module hooks when asked (requested "nvtx_modules": per-layer exact, eager models only, i.e. a
+// structure whose runtime is eager_inputs; elsewhere module hooks do not run per kernel). requested is
+// ProfileRequest::dedup_selection ("auto", "nvtx_modules", "per_launch_config").
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested = "auto");
 
 // The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
 // the request: no tracer library for --backend tracer, no ncu without --skip-ncu, no GPU, no torch.

@@ -194,8 +194,14 @@ class Runner {
       request.mode = DedupMode::kKernels;
       request.selection = DedupSelection::kPerLaunchConfig;
     }
-    if (request.mode == DedupMode::kLayers)
-      request.selection = dedup_selection(request.mode, read_structure_file(request.structure).runtime);
+    if (request.mode == DedupMode::kLayers) {
+      const std::string runtime = read_structure_file(request.structure).runtime;
+      request.selection = dedup_selection(request.mode, runtime, r_.dedup_selection);
+      if (r_.dedup_selection == "nvtx_modules" && request.selection != DedupSelection::kNvtxModules)
+        say(fmt::format("dedup: --dedup-selection nvtx_modules needs module hooks that run per layer (an eager model); "
+                        "this structure's runtime is {}: using per_launch_config",
+                        runtime));
+    }
     std::optional<InductorArtifacts> inductor;
     if (!attr.inductor.empty()) inductor = read_inductor_artifacts(attr.inductor);
     const AttributionTable attribution = attribute_timeline(tl, inductor ? &*inductor : nullptr, attr.attribution);
