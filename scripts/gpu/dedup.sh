@@ -44,7 +44,7 @@ run() {
     return 1
   fi
   local t0=$SECONDS
-  timeout "$(left)" "$OPPROF" profile --clock-control none -o "$W/$name" "$@" >"$W/$name.out" 2>"$W/$name.err"
+  timeout --signal=INT --kill-after=20 "$(left)" "$OPPROF" profile --clock-control none -o "$W/$name" "$@" >"$W/$name.out" 2>"$W/$name.err"
   local rc=$?
   say "$name: rc $rc in $((SECONDS - t0)) s; $(grep -h 'dedup \(layers\|kernels\)\|pass B:' "$W/$name.err" | head -2 | tr '\n' ' ')"
   return $rc
