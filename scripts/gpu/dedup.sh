@@ -10,9 +10,9 @@
 # (scripts/gpu/compare_dedup.py), --dedup-verify 3 deviations (eager), the NVTX selection on eager GPT-2
 # (--dedup-selection nvtx_modules), and one deduplicated capture saved as
 # the fixture tests/fixtures/dedup/gpt2_eager (timeline, dedup'd ncu CSV, structure file, plan).
-# Runs in order of importance within a budget (BUDGET_S, default 460 s after the build); a run that would not
-# fit is skipped, and the last (the training step without dedup) is cut at the budget and its pass-B time
-# extrapolated from the kernels ncu replayed by then (said so in the summary).
+# Runs in order of importance within a wall-time budget for the whole script, build included (TOTAL_S,
+# default 345 s); a run that would not fit is skipped, a run still going at the end is stopped (SIGINT: opprof
+# stops ncu and keeps what it has). Whatever finished is written under $OUT on any exit (a trap).
 # Writes $OUT/summary.txt and $OUT/dedup.tgz (logs, reports, comparisons, the fixture).
 set -uo pipefail
 REPO=$(pwd)
@@ -21,19 +21,31 @@ mkdir -p "$OUT"
 W=/tmp/dedup_work
 rm -rf "$W" && mkdir -p "$W"
 PYTHON=${PYTHON:-python3}
-BUDGET_S=${BUDGET_S:-460}
+TOTAL_S=${TOTAL_S:-345}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 SUMMARY="$W/summary.txt"
 say() { printf '[dedup %s +%ds] %s\n' "$(date -u +%H:%M:%S)" "$SECONDS" "$*" | tee -a "$SUMMARY" >&2; }
+finish() {
+  cp "$SUMMARY" "$OUT/summary.txt" 2>/dev/null
+  tar -czf "$OUT/dedup.tgz" -C "$W" --exclude='*/cache' --exclude='*/inductor' --exclude='*/inductor_counters' \
+    --exclude='*.ncu-rep' . 2>/dev/null
+}
+trap finish EXIT
 
-say "build"
-cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
-  -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/build.log" 2>&1 &&
-  cmake --build "$REPO/build-gpu" -j 16 >>"$W/build.log" 2>&1 || {
-  say "build failed"; tail -30 "$W/build.log" | tee -a "$SUMMARY"; cp "$SUMMARY" "$OUT/"; exit 1; }
-OPPROF="$REPO/build-gpu/opprof"
-START=$SECONDS
-left() { echo $((BUDGET_S - (SECONDS - START))); }
+# A dry run on a machine without a GPU: OPPROF_PREBUILT names a built opprof, PATH leads to stand-ins for
+# python3 and ncu, PROFILE_ARGS adds options (--backend torch).
+if [[ -n "${OPPROF_PREBUILT:-}" ]]; then
+  OPPROF=$OPPROF_PREBUILT
+else
+  say "build"
+  cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
+    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/build.log" 2>&1 &&
+    timeout 150 cmake --build "$REPO/build-gpu" -j 16 >>"$W/build.log" 2>&1 || {
+    say "build failed"; tail -30 "$W/build.log" | tee -a "$SUMMARY"; exit 1; }
+  OPPROF="$REPO/build-gpu/opprof"
+fi
+say "built"
+left() { echo $((TOTAL_S - SECONDS)); }
 
 # run NAME EXPECTED_S ARGS... : one `opprof profile` into $W/NAME, skipped when it would not fit.
 run() {
@@ -44,7 +56,7 @@ run() {
     return 1
   fi
   local t0=$SECONDS
-  timeout --signal=INT --kill-after=20 "$(left)" "$OPPROF" profile --clock-control none -o "$W/$name" "$@" >"$W/$name.out" 2>"$W/$name.err"
+  timeout --signal=INT --kill-after=20 "$(left)" "$OPPROF" profile --clock-control none ${PROFILE_ARGS:-} -o "$W/$name" "$@" >"$W/$name.out" 2>"$W/$name.err"
   local rc=$?
   say "$name: rc $rc in $((SECONDS - t0)) s; $(grep -h 'dedup \(layers\|kernels\)\|pass B:' "$W/$name.err" | head -2 | tr '\n' ' ')"
   return $rc
@@ -58,21 +70,21 @@ compare() {  # compare NAME FULL DEDUP
 }
 
 GPT2="$REPO/examples/gpt2.py"
-TRAIN=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model gpt2 --steps 2)
-run eager_layers 60 "$GPT2" --compile eager --warmup 2 --dedup layers
-run eager_off 140 "$GPT2" --compile eager --warmup 2 --dedup off
+TRAIN=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model gpt2 --steps 1)
+run eager_layers 50 "$GPT2" --compile eager --warmup 1 --dedup layers
+run eager_off 115 "$GPT2" --compile eager --warmup 1 --dedup off
 compare "GPT-2 small eager, inference" eager_off eager_layers
-run compiled_layers 90 "$GPT2" --compile inductor --warmup 2 --dedup layers
-run compiled_off 160 "$GPT2" --compile inductor --warmup 2 --dedup off
-compare "GPT-2 small compiled (Inductor default), inference" compiled_off compiled_layers
-run train_layers 90 --dedup layers "${TRAIN[@]}"
-run eager_verify 70 "$GPT2" --compile eager --warmup 2 --dedup layers --dedup-verify 3
+run eager_verify 55 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-verify 3
 compare "GPT-2 small eager, --dedup-verify 3" eager_off eager_verify
-run eager_nvtx 60 "$GPT2" --compile eager --warmup 2 --dedup layers --dedup-selection nvtx_modules
+run train_layers 75 --dedup layers "${TRAIN[@]}"
+run compiled_layers 80 "$GPT2" --compile inductor --warmup 1 --dedup layers
+run compiled_off 150 "$GPT2" --compile inductor --warmup 1 --dedup off
+compare "GPT-2 small compiled (Inductor default), inference" compiled_off compiled_layers
+run eager_nvtx 50 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-selection nvtx_modules
 compare "GPT-2 small eager, --dedup-selection nvtx_modules (module hooks + NVTX exclude)" eager_off eager_nvtx
 # The training step without dedup replays every kernel (about 1500): cut at the budget's end if it must be.
-if (($(left) > 40)); then
-  run train_off 40 --dedup off "${TRAIN[@]}"
+if (($(left) > 60)); then
+  run train_off 60 --dedup off "${TRAIN[@]}"
   rc=$?
   if [[ -f "$W/train_off/profile.db" ]]; then
     compare "GPT-2 small training step (AdamW), eager" train_off train_layers
@@ -120,7 +132,4 @@ grep -h 'opprof profile\|dedup' "$src/../$(basename "$src").err" >"$F/profile_st
 say "fixture from $(basename "$src"): $(ls "$F" | tr '\n' ' ')"
 
 say "done; budget left $(left) s"
-cp "$SUMMARY" "$OUT/summary.txt"
-tar -czf "$OUT/dedup.tgz" -C "$W" --exclude='*/cache' --exclude='*/inductor' --exclude='*/inductor_counters' \
-  --exclude='*.ncu-rep' . 2>/dev/null
 cat "$SUMMARY"
