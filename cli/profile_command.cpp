@@ -58,9 +58,10 @@ Command add_profile_command(CLI::App& app) {
       ->check(CLI::IsMember({"off", "layers", "kernels"}))
       ->capture_default_str();
   cmd->add_option("--dedup-selection", o.dedup_selection,
-                  "How pass B replays only the plan's kernels: auto (= per_launch_config: ncu's per-launch-config\n"
-                  "filter, every capture kind), or nvtx_modules (module hooks + ncu's NVTX exclude filter: exact\n"
-                  "per layer, eager models only)")
+                  "How pass B replays only the plan's kernels: nvtx_modules (module hooks + ncu's NVTX exclude\n"
+                  "filter: exactly the plan's layers; eager models), per_launch_config (ncu's per-launch-config\n"
+                  "filter: every capture kind, fewer kernels, coarser), or auto: nvtx_modules for eager models,\n"
+                  "per_launch_config for compiled ones")
       ->check(CLI::IsMember({"auto", "nvtx_modules", "per_launch_config"}))
       ->capture_default_str();
   cmd->add_option("--dedup-verify", o.dedup_verify,

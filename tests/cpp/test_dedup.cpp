@@ -39,6 +39,13 @@ std::string gpt2_structure_json(const std::string& runtime) {
                      runtime, instances);
 }
 
+// ncu's launch configuration: the function name without templates, grid, block, shared memory per block.
+std::string launch_config(const Timeline& tl, std::uint32_t k) {
+  const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
+  return fmt::format("{} {},{},{} {},{},{} {}", kernel_match_name(tl.str(tl.kernels.name[k])), g.x, g.y, g.z, b.x, b.y,
+                     b.z, tl.kernels.shared_mem_bytes[k]);
+}
+
 std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
   const std::string path = dir.file(name);
   std::ofstream(path, std::ios::binary) << text;
@@ -163,7 +170,7 @@ TEST_F(EagerGpt2, PropagatedCountersAreMarkedAndEqualTheirRepresentatives) {
 // The largest relative difference of the key figures over the operators of two profiles of one window,
 // among operators with at least min_share of the kernel time.
 double worst_operator_deviation(const AttributeResult& full, const AttributeResult& dedup, double min_share,
-                                std::string* where) {
+                                std::string* where, bool same_timeline = true) {
   const KernelMetrics& km = full.kernel_metrics;
   std::vector<std::size_t> key;
   for (std::size_t m = 0; m < km.metrics.size(); ++m) {
@@ -180,7 +187,7 @@ double worst_operator_deviation(const AttributeResult& full, const AttributeResu
     if (g.time_share < min_share) continue;
     const GroupStats* o = by_key.at(g.key);
     EXPECT_EQ(o->kernels, g.kernels);
-    EXPECT_EQ(o->time_ns, g.time_ns);
+    if (same_timeline) EXPECT_EQ(o->time_ns, g.time_ns);
     for (std::size_t m : key) {
       const double a = g.metric[m], b = o->metric[m];
       if (std::isnan(a)) continue;
@@ -224,9 +231,13 @@ TEST_F(EagerGpt2, DeduplicatedOperatorMetricsAreWithinFivePercentOfTheFullCaptur
                 static_cast<unsigned long long>(plan.kernels), double(plan.kernels) / double(plan.kernels_replayed),
                 100 * all, where_all.c_str(), 100 * main_ops, where_main.c_str());
     EXPECT_LE(main_ops, 0.05) << where_main;
-    // Small elementwise operators differ by more between two replays of identical kernels (measured: 6.4 %
-    // and 10.0 %; docs/dedup.md): held here as a ceiling.
-    EXPECT_LE(all, 0.11) << where_all;
+    // With the NVTX selection every kernel of the representative is measured: the small elementwise
+    // operators differ by what two replays of identical kernels differ by (6.4 % here), held as a ceiling.
+    // per_launch_config shares one launch's counters among the template instantiations of a configuration
+    // (elementwise tanh takes add's): no ceiling for the small operators there (docs/dedup.md).
+    if (selection == DedupSelection::kNvtxModules) {
+      EXPECT_LE(all, 0.07) << where_all;
+    }
     EXPECT_EQ(d.propagation.without_source, 0u);
   }
 }
@@ -272,7 +283,7 @@ TEST(DedupPlan, TrainingStepDeduplicatesForwardAndBackwardKernelsOfEachBlock) {
               double(p.kernels) / double(p.kernels_replayed), propagated_instances);
   EXPECT_GE(propagated_instances, 10u);
   EXPECT_EQ(p.kernels_replayed + p.kernels_propagated, p.kernels);
-  EXPECT_GE(double(p.kernels) / double(p.kernels_replayed), 3.0);
+  EXPECT_GE(double(p.kernels) / double(p.kernels_replayed), 4.5);
   // By launch configuration the kernels outside the blocks dedup too: AdamW's multi-tensor kernels, the
   // backward kernels attribution leaves without a module (bias-gradient sums, gradient accumulation).
   const DedupPlan c = build_dedup_plan(a.capture.timeline, a.attribution,
@@ -311,7 +322,8 @@ TEST(DedupPlan, KernelSignaturesReplayTheFirstLaunchOfEachConfiguration) {
   std::map<std::string, int> seen;
   for (const auto& process : kernels_in_launch_order(tl))
     for (std::uint32_t k : process) {
-      const std::string sig = fmt::format("{} {}", kernel_identity_text(tl, k), tl.kernels.shared_mem_bytes[k]);
+      // ncu's configuration: function name (no templates), grid, block, shared memory.
+      const std::string sig = launch_config(tl, k);
       const int n = seen[sig]++;
       if (n == 0) first[sig] = k;
       EXPECT_EQ(bool(p.replayed[k]), n <= 1) << sig;  // the first and, with verify 1, the second launch
@@ -340,8 +352,8 @@ TEST(DedupPlan, CompiledLayersPropagateWithinTheirClassWhereNcuReplayedTheRepres
   for (std::size_t k = 0; k < plan.counters_from.size(); ++k)
     if (plan.counters_from[k] != kNoIndex) {
       EXPECT_TRUE(plan.replayed[plan.counters_from[k]]);
-      EXPECT_EQ(kernel_identity_text(full.capture.timeline, static_cast<std::uint32_t>(k)),
-                kernel_identity_text(full.capture.timeline, plan.counters_from[k]));
+      EXPECT_EQ(launch_config(full.capture.timeline, static_cast<std::uint32_t>(k)),
+                launch_config(full.capture.timeline, plan.counters_from[k]));
     }
   const AttributeResult d = attribute(trace, deduplicated_csv(full, plan, csv, dir), inductor, request);
   std::string where;
@@ -373,11 +385,95 @@ TEST(DedupPlan, NvtxSelectionNamesTheRangeAndThePlanFileTheSkippedModules) {
   EXPECT_EQ(dedup_plan_json(p, true),
             "{\"format\": \"opprof-dedup-plan\", \"version\": 1, \"mechanism\": \"nvtx_modules\", \"range\": "
             "\"opprof.dup\", \"backward\": true, \"skip_modules\": [\"h.1\", \"h.2\"]}\n");
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs"), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", "nvtx_modules"), DedupSelection::kNvtxModules);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs"), DedupSelection::kNvtxModules);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", "per_launch_config"), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph"), DedupSelection::kPerLaunchConfig);
   EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", "nvtx_modules"), DedupSelection::kPerLaunchConfig);
   EXPECT_EQ(dedup_selection(DedupMode::kKernels, "eager_inputs", "nvtx_modules"), DedupSelection::kPerLaunchConfig);
 }
+
+}  // namespace
+}  // namespace opprof
+
+namespace opprof {
+namespace {
+
+// Golden, from the H200 (tests/fixtures/dedup/README.md): each deduplicated capture's ncu rows are exactly
+// its plan's replay set, every propagated value is marked with its source and equals it, and the operators'
+// key metrics agree with the capture without dedup of the same session.
+struct DedupCapture {
+  const char* folder;
+  DedupSelection selection;
+  int verify;
+  std::uint64_t rows;
+};
+
+class GoldenDedup : public ::testing::TestWithParam<DedupCapture> {};
+
+TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
+  const DedupCapture c = GetParam();
+  const std::string dir = fixture(std::string("dedup/gpt2_eager/") + c.folder);
+  TempDir tmp;
+  AttributeRequest r;
+  r.trace = dir + "/trace.opprof";
+  r.ncu = dir + "/ncu.csv.gz";
+  r.dedup = {DedupMode::kLayers, c.selection, c.verify, dir + "/opprof_structure.json"};
+  r.output = tmp.file("p.db");
+  const AttributeResult d = attribute_capture(r);
+  ASSERT_TRUE(d.dedup);
+  EXPECT_EQ(d.ncu->rows(), c.rows);
+  EXPECT_EQ(d.dedup->kernels_replayed, c.rows);
+  EXPECT_EQ(d.match->matched, c.rows);
+  EXPECT_TRUE(d.match->unmatched_rows.empty());
+  EXPECT_TRUE(d.match->unmatched_kernels.empty());
+  EXPECT_EQ(d.propagation.without_source, 0u);
+  EXPECT_EQ(d.propagation.propagated + d.dedup->kernels_replayed, d.dedup->kernels);
+  ASSERT_EQ(d.dedup->classes.size(), 1u);
+  EXPECT_EQ(d.dedup->classes[0].instances.size(), 12u);
+
+  const KernelMetrics& km = d.kernel_metrics;
+  std::size_t marked = 0;
+  for (std::size_t k = 0; k < km.kernels; ++k) {
+    const std::uint32_t from = km.counters_from[k];
+    if (from == kNoIndex) continue;
+    ++marked;
+    EXPECT_EQ(km.counters_from[from], kNoIndex);  // the source was replayed itself
+    for (std::size_t m = 0; m < km.metrics.size(); ++m) {
+      const double a = km.value(k, m), b = km.value(from, m);
+      EXPECT_TRUE((std::isnan(a) && std::isnan(b)) || a == b) << k << " " << km.metrics[m].name;
+    }
+  }
+  EXPECT_EQ(marked, d.propagation.propagated);
+
+  const ProfileDedup pd = ProfileReader(r.output).dedup();
+  EXPECT_EQ(pd.kernels_propagated, marked);
+  EXPECT_EQ(pd.selection, to_string(c.selection));
+  if (c.verify > 0) {
+    ASSERT_FALSE(pd.verify_deviation.empty());
+    for (const auto& v : pd.verify_deviation)
+      if (v.metric.starts_with("sm__throughput") || v.metric.starts_with("dram__throughput") ||
+          v.metric.starts_with("sm__warps_active") || v.metric.starts_with("gpu__time_duration")) {
+        EXPECT_LE(v.median_rel, 0.05) << v.metric;  // the done-when figure: measured 0.2-0.7 %
+      }
+  }
+
+  // Against the same session's capture without dedup (another run: compared by operator).
+  const std::string off = fixture("dedup/gpt2_eager/off");
+  const AttributeResult full = attribute(off + "/trace.opprof", off + "/ncu.csv.gz");
+  std::string where;
+  const double main_ops = worst_operator_deviation(full, d, 0.05, &where, /*same_timeline=*/false);
+  std::printf("H200 %s: %llu of %llu kernels replayed; operators with >= 5 %% of the time within %.2f %% of the "
+              "capture without dedup (%s)\n",
+              c.folder, static_cast<unsigned long long>(c.rows), static_cast<unsigned long long>(d.dedup->kernels),
+              100 * main_ops, where.c_str());
+  EXPECT_LE(main_ops, 0.05) << where;
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, GoldenDedup,
+                         ::testing::Values(DedupCapture{"nvtx", DedupSelection::kNvtxModules, 0, 32},
+                                           DedupCapture{"launch_config_verify3", DedupSelection::kPerLaunchConfig, 3,
+                                                        46}),
+                         [](const ::testing::TestParamInfo<DedupCapture>& p) { return std::string(p.param.folder); });
 
 }  // namespace
 }  // namespace opprof

@@ -207,7 +207,7 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
 
 DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested) {
   const bool hooks_run = mode == DedupMode::kLayers && structure_runtime == "eager_inputs";
-  return requested == "nvtx_modules" && hooks_run ? DedupSelection::kNvtxModules : DedupSelection::kPerLaunchConfig;
+  return hooks_run && requested != "per_launch_config" ? DedupSelection::kNvtxModules : DedupSelection::kPerLaunchConfig;
 }
 
 std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {

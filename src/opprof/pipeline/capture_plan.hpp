@@ -106,13 +106,13 @@ struct CapturePlan {
   std::string dedup_plan_file;
 };
 
-// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200 and on the
-// committed captures): ncu's per-launch-config filter by default, in every capture kind (eager, training,
-// compiled graphs, CUDA-graph replays), because it also dedups the kernels outside the layers (optimizer,
-// embeddings, backward kernels attribution gives no module) that repeat by configuration; NVTX exclude ranges
-// from module hooks when asked (requested "nvtx_modules": per-layer exact, eager models only, i.e. a
-// structure whose runtime is eager_inputs; elsewhere module hooks do not run per kernel). requested is
-// ProfileRequest::dedup_selection ("auto", "nvtx_modules", "per_launch_config").
+// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200): NVTX exclude
+// ranges from module hooks where module hooks run per layer (layers of an eager model, forward and training:
+// a structure whose runtime is eager_inputs), which replays exactly the plan's kernels; ncu's per-launch-config
+// filter elsewhere (compiled graphs, CUDA-graph replays, --dedup kernels) and when requested, which also dedups
+// kernels outside the layers but shares one launch's counters among the template instantiations of a
+// configuration (elementwise add and mul). requested is ProfileRequest::dedup_selection ("auto",
+// "nvtx_modules", "per_launch_config").
 DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested = "auto");
 
 // The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
