@@ -187,7 +187,9 @@ double worst_operator_deviation(const AttributeResult& full, const AttributeResu
     if (g.time_share < min_share) continue;
     const GroupStats* o = by_key.at(g.key);
     EXPECT_EQ(o->kernels, g.kernels);
-    if (same_timeline) EXPECT_EQ(o->time_ns, g.time_ns);
+    if (same_timeline) {
+      EXPECT_EQ(o->time_ns, g.time_ns);
+    }
     for (std::size_t m : key) {
       const double a = g.metric[m], b = o->metric[m];
       if (std::isnan(a)) continue;
