@@ -48,7 +48,26 @@ Command add_profile_command(CLI::App& app) {
   cmd->add_option("--iters", o.iters, "Measured iterations inside the window (workload modules)")->capture_default_str();
   cmd->add_flag("--train", o.train, "Run forward and backward (default: forward under torch.no_grad())");
   cmd->add_option("-o,--output", o.output, "Output directory (default: opprof-<name>-<time>)");
-  cmd->add_option("--metrics", o.metrics, "Metric-set file replacing the built-in set");
+  cmd->add_option("--metrics", o.metrics,
+                  "Metric set: quick (1-2 replay passes: duration, SM/DRAM/tensor throughput, occupancy), default,\n"
+                  "full (default + warp stalls, bank conflicts, sectors), or a metric-set file");
+  cmd->add_option("--dedup", o.dedup,
+                  "Replay less in pass B (docs/dedup.md): layers (one instance per structural class of module\n"
+                  "instances, counters propagated to the others), kernels (the first launch of each launch\n"
+                  "configuration), or off")
+      ->check(CLI::IsMember({"off", "layers", "kernels"}))
+      ->capture_default_str();
+  cmd->add_option("--dedup-selection", o.dedup_selection,
+                  "How pass B replays only the plan's kernels: nvtx_modules (module hooks + ncu's NVTX exclude\n"
+                  "filter: exactly the plan's layers; eager models), per_launch_config (ncu's per-launch-config\n"
+                  "filter: every capture kind, fewer kernels, coarser), or auto: nvtx_modules for eager models,\n"
+                  "per_launch_config for compiled ones")
+      ->check(CLI::IsMember({"auto", "nvtx_modules", "per_launch_config"}))
+      ->capture_default_str();
+  cmd->add_option("--dedup-verify", o.dedup_verify,
+                  "Also replay K duplicates per class in full and report how far their counters are from the\n"
+                  "representative's (per metric, duration-weighted median relative deviation)")
+      ->capture_default_str();
   cmd->add_option("--clock-control", o.clock_control, "ncu's clock control during replay: none or base")
       ->check(CLI::IsMember({"none", "base"}))
       ->capture_default_str();

@@ -1,4 +1,4 @@
--- opprof profile database, schema version 2 (meta.schema_version). docs/schema.md explains every table.
+-- opprof profile database, schema version 3 (meta.schema_version). docs/schema.md explains every table.
 -- Conventions: times are nanoseconds on the capture's own clock; NULL means unknown or not applicable;
 -- ids are the engine's 0-based row numbers (kernels.id is the timeline's kernel row). Enumerations are
 -- stored as lower-case text so that queries read without lookup tables. Plain SQLite types only (no
@@ -105,11 +105,15 @@ CREATE TABLE metrics (
   weight    TEXT            -- wmean: 'duration' (timeline kernel duration) or the sum metric weighting it; NULL otherwise
 );
 
--- Counter values of the timeline kernels that ncu replayed; only values present.
+-- Counter values of the timeline kernels that ncu replayed, and of those that took a replayed kernel's
+-- counters under layer dedup (docs/dedup.md); only values present.
 CREATE TABLE kernel_metrics (
-  kernel_id INTEGER NOT NULL,  -- kernels.id
-  metric_id INTEGER NOT NULL,  -- metrics.id
-  value     REAL NOT NULL,     -- in metrics.unit
+  kernel_id     INTEGER NOT NULL,  -- kernels.id
+  metric_id     INTEGER NOT NULL,  -- metrics.id
+  value         REAL NOT NULL,     -- in metrics.unit
+  -- kernels.id of the replayed kernel whose ncu row the value was copied from (a representative's kernel at
+  -- the same position, or the first launch of the same configuration); NULL: the kernel's own ncu row.
+  counters_from INTEGER,
   PRIMARY KEY (kernel_id, metric_id)
 ) WITHOUT ROWID;
 
@@ -238,6 +242,29 @@ CREATE TABLE anomalies (
   detail TEXT NOT NULL               -- the first occurrences' details, one per line
 );
 
+-- Layer dedup (docs/dedup.md): the structural classes of more than one instance and every instance, one
+-- row each; empty when pass B replayed every kernel. meta dedup.* holds the totals.
+CREATE TABLE dedup_instances (
+  class_id         INTEGER NOT NULL,  -- 0-based, in the plan's order
+  class_type       TEXT NOT NULL,     -- module class (layers) or kernel name (kernels)
+  signature        TEXT NOT NULL,     -- structural signature (layers) or launch configuration (kernels)
+  instance         TEXT NOT NULL,     -- module path (layers) or "launch N" (kernels)
+  representative   INTEGER NOT NULL,  -- 1 for the instance whose counters the others take
+  kernels          INTEGER NOT NULL,  -- kernels of the instance in the window
+  replayed_in_full INTEGER NOT NULL,  -- 1 when measured rather than propagated (the representative too)
+  verify           INTEGER NOT NULL,  -- 1 when replayed in full to check the propagation (--dedup-verify)
+  reason           TEXT,              -- why a duplicate was replayed in full; NULL otherwise
+  PRIMARY KEY (class_id, instance)
+);
+
+-- --dedup-verify K: per metric, how far the verify duplicates' own counters are from their representatives'.
+CREATE TABLE dedup_verify (
+  metric     TEXT PRIMARY KEY NOT NULL,  -- metrics.name
+  pairs      INTEGER NOT NULL,           -- duplicate kernels compared
+  median_rel REAL NOT NULL,              -- duration-weighted median of |duplicate - representative| / |representative|
+  max_rel    REAL NOT NULL               -- the largest of them
+);
+
 -- Every activity with its name and attribution: the table most analyses start from.
 CREATE VIEW kernel_view AS
 SELECT k.id, k.kind, n.name, n.mangled, k.pid, k.device, k.context, k.stream, k.start_ns, k.end_ns, k.duration_ns,
@@ -251,6 +278,6 @@ LEFT JOIN attribution a ON a.kernel_id = k.id;
 
 -- Counter values with the metric's name and unit.
 CREATE VIEW kernel_metric_view AS
-SELECT km.kernel_id, m.name AS metric, m.unit, km.value
+SELECT km.kernel_id, m.name AS metric, m.unit, km.value, km.counters_from
 FROM kernel_metrics km
 JOIN metrics m ON m.id = km.metric_id;

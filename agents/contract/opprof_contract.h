@@ -13,7 +13,7 @@
 /* The profile database: PRAGMA application_id ("oppf") and the schema version (PRAGMA user_version,
  * meta.schema_version; docs/schema.md), written by src/opprof/store and checked by opprof.load. */
 #define OPPROF_PROFILE_APPLICATION_ID 1869639782 /* 0x6f707066 */
-#define OPPROF_PROFILE_SCHEMA_VERSION 2
+#define OPPROF_PROFILE_SCHEMA_VERSION 3
 
 /* Range texts. A module range's text is this prefix and the module's dotted path (h.3.attn), written by
  * opprof.hooks and opprof.call_ranges, matched by every timeline reader. */
@@ -39,6 +39,12 @@
 #define OPPROF_COUNTERS_RECORD_FILE "capture_counters.json"   /* what pass B (ncu) did */
 #define OPPROF_INDUCTOR_DIR "inductor"                        /* pass A's Inductor debug directory */
 #define OPPROF_FX_MODULES_FILE "opprof_fx_modules.json"       /* pre-grad FX node -> module path */
+#define OPPROF_STRUCTURE_FILE "opprof_structure.json"         /* structural classes of module instances (dedup) */
+#define OPPROF_DEDUP_PLAN_FILE "dedup_plan.json"              /* what pass B skips, for its hooks (dedup) */
+
+/* Layer dedup (docs/dedup.md): the NVTX range pass B's hooks push around launches ncu is to skip
+ * (ncu --nvtx --nvtx-exclude "opprof.dup/"). */
+#define OPPROF_DEDUP_RANGE "opprof.dup"
 
 /* The in-process libraries, as built and installed. */
 #define OPPROF_TRACER_LIBRARY "libopprof_tracer.so"
@@ -55,5 +61,6 @@
 #define OPPROF_ENV_TRACE_DEFER_OPERATORS "OPPROF_TRACE_DEFER_OPERATORS" /* 0: every operator range is written */
 #define OPPROF_ENV_TRACE_BUFFERS "OPPROF_TRACE_BUFFERS"           /* CUPTI activity buffers in the pool */
 #define OPPROF_ENV_TRACE_BUFFER_KB "OPPROF_TRACE_BUFFER_KB"       /* size of one buffer */
+#define OPPROF_ENV_DEDUP_PLAN "OPPROF_DEDUP_PLAN"                 /* pass B: the dedup plan its hooks read */
 
 #endif /* OPPROF_CONTRACT_H */

@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "as NVTX)")
     parser.add_argument("--no-module-ranges", action="store_true", help="do not emit nn.Module ranges")
     parser.add_argument("--no-fx-map", action="store_true", help="do not record the FX module map")
+    parser.add_argument("--no-structure", action="store_true",
+                        help="do not record the model's structural classes (opprof_structure.json, for layer dedup)")
     return parser
 
 
@@ -324,6 +326,9 @@ class Capture:
         }
         self.fx_recorder: Any = None
         self.hooks: Any = None
+        self.structure: Any = None  # pass A: opprof.structure.StructureRecorder of a workload's model
+        self.dedup_selection: Any = None  # pass B: opprof.dedup_select hooks of the engine's plan
+        self.root_watcher: Any = None  # scripts: finds the model for the two above
 
     # -- bookkeeping --------------------------------------------------------------------------------
     def save(self) -> None:
@@ -435,6 +440,11 @@ class Capture:
         }
 
     def teardown(self) -> None:
+        if self.root_watcher is not None:
+            self.root_watcher.uninstall()
+        if self.dedup_selection is not None:
+            self.dedup_selection.uninstall()
+            self.record["dedup_selection"] = self.dedup_selection.info()
         if self.hooks is not None:
             self.hooks.uninstall()
             if hasattr(self.hooks, "modules_wrapped"):
@@ -465,6 +475,62 @@ class Capture:
                     "the engine cannot attribute the compiled kernels without it")
             else:
                 log(f"FX module map: {len(self.fx_recorder.graphs)} graph(s); {len(output_code)} output_code.py file(s)")
+        if self.structure is not None:
+            self.write_structure()
+
+    def write_structure(self) -> None:
+        """opprof_structure.json: the structural classes the engine's dedup plan starts from."""
+        self.structure.uninstall()
+        if self.fx_recorder is not None:
+            for graph in self.fx_recorder.graphs:
+                self.structure.runtime_from_fx(graph.get("module_graphs", {}))
+        try:
+            self.structure.write(self.out)
+        except Exception as exc:  # dedup then falls back; the capture itself stands
+            log(f"warning: writing {contract.STRUCTURE_FILE} failed: {exc!r}")
+            return
+        classes = self.structure.classes()
+        self.record["artifacts"]["structure"] = contract.STRUCTURE_FILE
+        self.record["structure"] = {"runtime": self.structure.runtime_kind, "classes": len(classes),
+                                    "instances": sum(len(c["instances"]) for c in classes)}
+        log(f"structure: {len(classes)} repeated class(es), "
+            f"{sum(len(c['instances']) for c in classes)} instances ({self.structure.runtime_kind})")
+
+    def install_structure(self, model: Any) -> None:
+        """Pass A: the model's structural classes; eager runs record each module's first inputs. Without
+        a model (a script), the first module the script calls outside any other is taken as the model."""
+        if self.args.pass_ != "timeline" or self.args.no_structure:
+            return
+        from opprof.structure import RootWatcher, StructureRecorder, is_compiled_module
+
+        def adopt(root: Any, args: Any = (), compiled: bool | None = None) -> None:
+            self.structure = StructureRecorder(root)
+            if not (compiled if compiled is not None else is_compiled_module(root)):
+                self.structure.install()
+                self.structure.record_root_call(args)
+
+        if model is None:
+            self.root_watcher = RootWatcher(adopt).install()
+        elif hasattr(model, "named_modules"):
+            adopt(model, compiled=self.args.compile == "inductor")
+
+    def install_dedup_selection(self, model: Any) -> None:
+        """Pass B: the hooks that mark what the engine's dedup plan skips (OPPROF_DEDUP_PLAN); in a script,
+        on the first module it calls outside any other."""
+        plan = os.environ.get(contract.ENV_DEDUP_PLAN)
+        if self.args.pass_ != "counters" or not plan:
+            return
+        from opprof.dedup_select import DedupSelection
+        from opprof.structure import RootWatcher
+
+        def adopt(root: Any, _args: Any = ()) -> None:
+            self.dedup_selection = DedupSelection.from_file(plan, root).install()
+            log(f"dedup: {self.dedup_selection.describe()}")
+
+        if model is None:
+            self.root_watcher = RootWatcher(adopt).install()
+        else:
+            adopt(model)
 
     def install_fx_recorder(self, known_paths: list[str] | None) -> None:
         if self.args.pass_ != "timeline" or self.args.no_fx_map:
@@ -529,6 +595,8 @@ class Capture:
         log(f"model {type(model).__name__} ready in {time.perf_counter() - t0:.1f} s")
 
         known_paths = [name for name, _ in model.named_modules()] if hasattr(model, "named_modules") else None
+        self.install_structure(model)
+        self.install_dedup_selection(model)
         runner = model
         if args.compile == "inductor":
             self.install_fx_recorder(known_paths)
@@ -643,6 +711,8 @@ class Capture:
 
         self.install_fx_recorder(None)
         self.install_module_ranges(None)
+        self.install_structure(None)
+        self.install_dedup_selection(None)
         undo_patch = patch_cuda_profiler_api(on_start, on_stop)
         saved_argv, saved_path0 = list(sys.argv), list(sys.path)
         sys.argv = [str(script), *self.script_argv[1:]]

@@ -12,11 +12,14 @@ the wrapper too) and writes, in the capture directory, opprof_fx_modules.json:
                "inductor_debug_dirs": ["inductor/torch_compile_debug/run_.../torchinductor/model__0_inference_0.0"],
                "nodes": {"<pre-grad node name>": {"module": "transformer.h.3.attn",
                                                    "module_type": "GPT2Attention",
-                                                   "source": "modeling_gpt2.py:273"}}}]}
+                                                   "source": "modeling_gpt2.py:273"}},
+               "module_graphs": {"transformer.h.3": "<digest of the module's nodes>"}}]}
 
 "module" is the innermost module's dotted path as root.named_modules() spells it ("" for the compiled
 root itself or for a node outside any module), "source" the last frame of node.meta["stack_trace"] as
 "file_basename:line" ("" when Dynamo recorded no stack, e.g. for torch-internal code).
+"module_graphs" gives, per module on any node's nn_module_stack, a digest of the module's nodes (target, output
+shape and dtype, in graph order): the runtime part of the module's structural signature (opprof.structure).
 "inductor_debug_dirs" are the Inductor debug directories (TORCH_COMPILE_DEBUG) created while that graph
 compiled, relative to the map's directory when inside it; a backward graph compiled later, at the first
 backward call, is not listed there.
@@ -209,10 +212,15 @@ class FxModuleRecorder:
         self.errors: list[str] = []
 
     def record(self, graph_module: Any, compile_id: str | None = None) -> dict[str, Any]:
+        from opprof.structure import fx_module_graph_signatures
+
         entry = {
             "compile_id": compile_id if compile_id is not None else current_compile_id(),
             "inductor_debug_dirs": [],
             "nodes": graph_node_map(graph_module, self.known_paths),
+            # Per module path, a digest of its nodes (targets, shapes): the runtime part of its structural
+            # signature (opprof.structure).
+            "module_graphs": fx_module_graph_signatures(graph_module, self.known_paths),
         }
         with self._lock:
             self.graphs.append(entry)

@@ -142,8 +142,10 @@ TEST_F(Cli, ProfileDrivesBothPassesAndWritesTheOutputDirectory) {
   fs::permissions(path("python3"), fs::perms::owner_all);
   fs::permissions(path("ncu"), fs::perms::owner_all);
   std::string out = path("out");
-  Result r = run("profile --backend torch " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
-                 path("python3") + " --ncu " + path("ncu") + " -o " + out);
+  // The stand-in ncu replays every kernel whatever the filter: no dedup (ProfileWithDedup... covers it).
+  Result r = run("profile --dedup off --backend torch " + std::string(OPPROF_FIXTURES_DIR) +
+                 "/../../examples/gpt2.py --compile inductor --python " + path("python3") + " --ncu " + path("ncu") +
+                 " -o " + out);
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* f : {"profile.db", "report.txt", "report.json", "trace.json", "ncu.csv", "capture.json"})
     EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
@@ -178,8 +180,9 @@ TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
         "touch $out.ncu-rep\n");
   fs::permissions(path("python3"), fs::perms::owner_all);
   fs::permissions(path("ncu"), fs::perms::owner_all);
-  Result r = run("profile " + std::string(OPPROF_FIXTURES_DIR) + "/../../examples/gpt2.py --compile inductor --python " +
-                     path("python3") + " --ncu " + path("ncu") + " -o " + path("out"),
+  Result r = run("profile --dedup off " + std::string(OPPROF_FIXTURES_DIR) +
+                     "/../../examples/gpt2.py --compile inductor --python " + path("python3") + " --ncu " + path("ncu") +
+                     " -o " + path("out"),
                  "OPPROF_TRACER_LIB=" + path("libopprof_tracer.so") +
                      " OPPROF_TORCH_OBSERVER_LIB=" + path("libopprof_torch_observer.so"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -196,6 +199,48 @@ TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
   Result j = run("report --json " + path("out") + "/profile.db");
   EXPECT_NE(j.output.find("\"matched\": 126"), std::string::npos) << j.output.substr(0, 2000);
   EXPECT_NE(j.output.find("opprof-tracer"), std::string::npos);
+}
+
+TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
+  // Pass A's stand-in leaves a structure file of GPT-2's twelve blocks (compiled: runtime fx_graph); the ncu
+  // stand-in records its arguments, reports the 17 kernels the filter replays and exports the full CSV of
+  // the capture (the duplicates' rows are then leftovers of the match).
+  const std::string src = fixture("gpt2_compiled");
+  std::string instances;
+  for (int i = 0; i < 12; ++i) instances += std::string(i ? ", " : "") + "\"transformer.h." + std::to_string(i) + "\"";
+  write("opprof_structure.json", "{\"format\": \"opprof-structure\", \"version\": 1, \"runtime\": \"fx_graph\", "
+                                 "\"classes\": [{\"signature\": \"s\", \"type\": \"GPT2Block\", \"instances\": [" +
+                                     instances + "]}]}");
+  write("python3",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+        "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+        "if [ \"$pass\" = timeline ]; then zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src +
+            "/inductor " + src + "/opprof_fx_modules.json " + src + "/capture.json " + path("opprof_structure.json") +
+            " $out/; fi\n");
+  write("ncu",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "echo \"$@\" > " + path("ncu_args.txt") + "\n"
+        "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+        "i=0; while [ $i -lt 17 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+        "touch $out.ncu-rep\n");
+  fs::permissions(path("python3"), fs::perms::owner_all);
+  fs::permissions(path("ncu"), fs::perms::owner_all);
+  Result r = run("profile --backend torch " + std::string(OPPROF_FIXTURES_DIR) +
+                 "/../../examples/gpt2.py --compile inductor --python " + path("python3") + " --ncu " + path("ncu") +
+                 " -o " + path("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream args_file(path("ncu_args.txt"));
+  std::string args((std::istreambuf_iterator<char>(args_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 "), std::string::npos) << args;
+  EXPECT_NE(r.output.find("dedup layers (per_launch_config): 1 classes, 12 instances"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("pass B: 17 kernels to replay"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ncu: 11 replay passes per kernel"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("17/17 kernels"), std::string::npos) << r.output;
+  Result j = run("report --json " + path("out") + "/profile.db");
+  EXPECT_NE(j.output.find("\"mode\": \"layers\""), std::string::npos) << j.output.substr(0, 2000);
+  EXPECT_NE(j.output.find("\"kernels_replayed\": 17"), std::string::npos);
 }
 
 TEST_F(Cli, ProfileWithoutAGpuSaysSo) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/metrics/metric_set.hpp"
 #include "opprof/util/error.hpp"
@@ -13,6 +16,32 @@ TEST(MetricSet, DefaultSetIsValidAgainstTheGh100Catalog) {
   ASSERT_GT(cat.entries.size(), 3000u);
   auto problems = validate_metric_names(set, cat);
   EXPECT_TRUE(problems.empty()) << problems.front().to_string();
+}
+
+TEST(MetricSet, QuickAndFullSetsAreValidAgainstTheGh100CatalogAndBracketTheDefault) {
+  const MetricSet def = load_metric_set("default");
+  const MetricSet quick = load_metric_set("quick");
+  const MetricSet full = load_metric_set("full");
+  EXPECT_EQ(def.names(), default_metric_set().names());
+  const MetricCatalog cat = builtin_metric_catalog("gh100");
+  for (const MetricSet* set : {&quick, &full}) {
+    auto problems = validate_metric_names(set->for_chip("gh100"), cat);
+    EXPECT_TRUE(problems.empty()) << set->source << ": " << problems.front().to_string();
+  }
+  auto names = [](const MetricSet& s) {
+    const std::vector<std::string> v = s.for_chip("gh100").names();
+    return std::set<std::string>(v.begin(), v.end());
+  };
+  const auto q = names(quick), d = names(def), f = names(full);
+  EXPECT_TRUE(std::includes(d.begin(), d.end(), q.begin(), q.end()));
+  EXPECT_TRUE(std::includes(f.begin(), f.end(), d.begin(), d.end()));
+  EXPECT_GT(f.size(), d.size());
+  EXPECT_LE(q.size(), 10u);  // one or two replay passes: duration, throughputs, occupancy, launch figures
+  for (const char* m : {"gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                        "sm__warps_active.avg.pct_of_peak_sustained_active"})
+    EXPECT_TRUE(q.count(m)) << m;
 }
 
 TEST(MetricSet, DefaultSetCoversEveryBottleneckAxis) {

@@ -16,6 +16,19 @@ bool NcuProgress::feed(std::string_view line) {
   line = trim(line);
   if (starts_with(line, "==PROF== Profiling ")) {
     ++profiled_;
+    // "==PROF== Profiling "name" - 0: 0%....50%....100% - 9 passes": ncu prints the count when the kernel
+    // is done (a line it may print without the count while replaying is counted the same).
+    if (ends_with(line, " passes") || ends_with(line, " pass")) {
+      const std::size_t dash = line.rfind(" - ");
+      if (dash != std::string_view::npos) {
+        std::uint32_t n = 0;
+        for (char c : line.substr(dash + 3)) {
+          if (c < '0' || c > '9') break;
+          n = n * 10 + static_cast<std::uint32_t>(c - '0');
+        }
+        if (n > 0) passes_ = n;
+      }
+    }
     return true;
   }
   if (contains(line, "ERR_NVGPUCTRPERM")) permission_denied_ = true;

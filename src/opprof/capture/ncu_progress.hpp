@@ -16,6 +16,8 @@ class NcuProgress {
   bool feed(std::string_view line);
 
   std::uint64_t profiled() const { return profiled_; }
+  // Replay passes of the latest kernel ncu finished ("... 100% - 9 passes"); 0 before the first.
+  std::uint32_t passes() const { return passes_; }
   std::uint64_t expected() const { return expected_; }
   bool permission_denied() const { return permission_denied_; }  // ERR_NVGPUCTRPERM
   bool nothing_profiled() const { return nothing_profiled_; }    // "No kernels were profiled"
@@ -26,6 +28,7 @@ class NcuProgress {
  private:
   std::uint64_t expected_;
   std::uint64_t profiled_ = 0;
+  std::uint32_t passes_ = 0;
   bool permission_denied_ = false;
   bool nothing_profiled_ = false;
   std::string first_error_;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -53,10 +54,11 @@ class LaunchTimes {
   std::vector<Key> keys_;
 };
 
-// Timeline kernels (kind kernel) per process in launch order: the CPU timestamp of the launch with the same
-// process and correlation id, else the kernel's own start. Launch order is the order ncu replays in; start
-// order differs when streams run concurrently. Processes come in order of their first launch.
-std::vector<ProcessSequence> timeline_in_launch_order(const Timeline& tl) {
+// Timeline kernels (kind kernel; those of `only` where given) per process in launch order: the CPU timestamp
+// of the launch with the same process and correlation id, else the kernel's own start. Launch order is the
+// order ncu replays in; start order differs when streams run concurrently. Processes come in order of their
+// first launch.
+std::vector<ProcessSequence> timeline_in_launch_order(const Timeline& tl, const std::vector<std::uint8_t>* only) {
   const LaunchTimes launch_times(tl);
   struct Entry {
     std::uint32_t pid;
@@ -67,7 +69,7 @@ std::vector<ProcessSequence> timeline_in_launch_order(const Timeline& tl) {
   std::vector<Entry> entries;
   entries.reserve(tl.kernels.size());
   for (std::size_t k = 0; k < tl.kernels.size(); ++k) {
-    if (tl.kernels.kind[k] != ActivityKind::kKernel) continue;
+    if (tl.kernels.kind[k] != ActivityKind::kKernel || (only && !(*only)[k])) continue;
     const std::int64_t start = tl.kernels.start_ns[k];
     const std::uint32_t pid = tl.kernels.pid[k];
     entries.push_back({pid, launch_times.find(pid, tl.kernels.correlation[k]).value_or(start), start,
@@ -325,6 +327,12 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> pair_by_name_in_unmatched_s
 
 }  // namespace
 
+std::vector<std::vector<std::uint32_t>> kernels_in_launch_order(const Timeline& timeline) {
+  std::vector<std::vector<std::uint32_t>> out;
+  for (ProcessSequence& p : timeline_in_launch_order(timeline, nullptr)) out.push_back(std::move(p.items));
+  return out;
+}
+
 NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, const NcuMatchOptions& options,
                    Anomalies* anomalies) {
   NcuMatch out;
@@ -333,7 +341,10 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, const NcuMatch
   out.launch_config_kernel_for_ncu_row.assign(ncu.rows(), kNoIndex);
   out.strict_launch_config = options.strict_launch_config;
 
-  std::vector<ProcessSequence> tl_processes = timeline_in_launch_order(timeline);
+  const std::vector<std::uint8_t>* replayed = options.replayed;
+  if (replayed && replayed->size() != timeline.kernels.size())
+    throw std::logic_error("match_ncu: options.replayed is not parallel to the timeline's kernels");
+  std::vector<ProcessSequence> tl_processes = timeline_in_launch_order(timeline, replayed);
   std::vector<ProcessSequence> ncu_processes = ncu_in_id_order(ncu);
   std::size_t timeline_kernels = 0;
   bool timeline_all_mangled = true;
@@ -444,7 +455,8 @@ NcuMatch match_ncu(const Timeline& timeline, const NcuTable& ncu, const NcuMatch
   }
 
   for (std::size_t k = 0; k < timeline.kernels.size(); ++k) {
-    if (timeline.kernels.kind[k] == ActivityKind::kKernel && out.ncu_row_for_kernel[k] == kNoIndex) {
+    if (timeline.kernels.kind[k] == ActivityKind::kKernel && out.ncu_row_for_kernel[k] == kNoIndex &&
+        (!replayed || (*replayed)[k])) {
       out.unmatched_kernels.push_back(static_cast<std::uint32_t>(k));
     }
   }

@@ -59,7 +59,15 @@ struct NcuMatch {
 struct NcuMatchOptions {
   // Refuse pairs whose launch configuration differs: leave both sides unmatched (and reported).
   bool strict_launch_config = false;
+  // Parallel to Timeline::kernels when given: 1 for the kernels pass B replayed (a dedup plan's replay set,
+  // src/opprof/dedup). The others take no part in matching and are not reported unmatched: their counters
+  // are propagated from a representative afterwards.
+  const std::vector<std::uint8_t>* replayed = nullptr;
 };
+
+// Timeline kernels (kind kernel), per process in the order ncu replays them (launch order, as match_ncu
+// takes them); processes in order of their first launch.
+std::vector<std::vector<std::uint32_t>> kernels_in_launch_order(const Timeline& timeline);
 
 // Timeline kernels are taken in launch order (the launch's CPU timestamp, else the kernel's start),
 // per process. Where the two identity sequences diverge they are aligned (longest common subsequence

@@ -31,6 +31,9 @@ struct KernelMetrics {
   std::vector<std::size_t> weight;
   std::vector<double> values;
   std::size_t kernels = 0;
+  // Layer dedup (src/opprof/dedup): per kernel, the kernel whose ncu row its values were copied from
+  // (kNoIndex where they are its own). Empty without dedup.
+  std::vector<std::uint32_t> counters_from;
   double value(std::size_t kernel, std::size_t m) const { return values[kernel * metrics.size() + m]; }
 };
 // Throws InputError at the CSV's units row when a metric's unit is not the one the set declares.

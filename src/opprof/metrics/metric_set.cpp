@@ -147,7 +147,11 @@ MetricSet parse_metric_set(std::string_view text, const std::string& source) {
 MetricSet default_metric_set() { return parse_metric_set(embedded_file("metrics_default.tsv"), "<built-in>"); }
 
 MetricSet load_metric_set(const std::string& path) {
-  if (path.empty()) return default_metric_set();
+  if (path.empty() || path == "default") return default_metric_set();
+  // The built-in sets by name (data/metrics_<name>.tsv); a file of that name in the working directory is
+  // reached as ./quick.
+  if (path == "quick" || path == "full")
+    return parse_metric_set(embedded_file("metrics_" + path + ".tsv"), "<built-in " + path + ">");
   return parse_metric_set(read_file(path), path);
 }
 

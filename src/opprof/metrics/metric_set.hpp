@@ -55,7 +55,10 @@ struct MetricSet {
 // unit, weight; '#' comments). Throws InputError with line and column on bad syntax, an unknown aggregate,
 // a missing unit, or a wmean row whose weight is missing or names no sum metric of the set.
 MetricSet parse_metric_set(std::string_view text, const std::string& source);
-MetricSet load_metric_set(const std::string& path);  // "" -> the built-in default
+// "" or "default": the built-in default set; "quick" (one or two replay passes: duration, SM / DRAM / tensor
+// throughput, occupancy) and "full" (the default set and the stall, cache and instruction-mix breakdowns):
+// the other built-in sets; anything else is a metric-set file.
+MetricSet load_metric_set(const std::string& path);
 MetricSet default_metric_set();
 // Throws InputError (at the set's first row) when no row of the set applies to the capture's chip ("" when
 // the capture does not say): every row is for other chips, so every operator would end "unmeasured".

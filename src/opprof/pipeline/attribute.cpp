@@ -43,6 +43,7 @@ struct CheckedInputs {
 CheckedInputs check_inputs(const AttributeRequest& r) {
   require_exists(r.trace);
   if (!r.ncu.empty()) require_exists(r.ncu);
+  if (r.dedup.mode == DedupMode::kLayers && !r.ncu.empty()) require_exists(r.dedup.structure);
   if (!r.inductor.empty()) require_exists(r.inductor);
   if (!r.output.empty()) check_output_file(r.output);
   CheckedInputs c{load_metric_set(r.metrics), r.attribution};
@@ -141,8 +142,22 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   r.kernel_metrics.kernels = tl.kernels.size();
   if (r.ncu) {
     sw = Stopwatch();
-    r.match = match_ncu(tl, *r.ncu, request.matching, &r.notes.anomalies);
+    NcuMatchOptions matching = request.matching;
+    if (request.dedup.mode != DedupMode::kOff) {
+      r.dedup = build_dedup_plan(tl, r.attribution, request.dedup);
+      matching.replayed = &r.dedup->replayed;
+    }
+    r.match = match_ncu(tl, *r.ncu, matching, &r.notes.anomalies);
     r.kernel_metrics = collect_kernel_metrics(tl, *r.ncu, *r.match, r.metric_set);
+    if (r.dedup) {
+      r.propagation = propagate_counters(*r.dedup, r.kernel_metrics);
+      r.dedup_deviation = verify_deviation(tl, *r.dedup, r.kernel_metrics);
+      if (r.propagation.without_source > 0)
+        tell(observer, progress::Warning{fmt::format(
+                           "dedup: {} duplicate kernels stay without counters: their representative kernel got no "
+                           "ncu row",
+                           r.propagation.without_source)});
+    }
     tell(observer, progress::Matched{r.match->matched, r.ncu->rows(), r.match->unmatched_rows.size(),
                                      r.match->unmatched_kernels.size(), sw.seconds()});
     for (const auto& m : r.kernel_metrics.missing) tell(observer, progress::MissingMetric{m});
@@ -188,6 +203,11 @@ void finish_profile(const AttributeResult& r, const std::string& path, ProfileDb
     in.kernel_metrics = &r.kernel_metrics;
     in.ncu = &*r.ncu;
     in.match = &*r.match;
+  }
+  if (r.dedup) {
+    in.dedup = &*r.dedup;
+    in.propagation = &r.propagation;
+    in.dedup_deviation = &r.dedup_deviation;
   }
   if (!r.all_ranges) in.operator_ranges_to_keep = &r.notes.operator_on_launch_path;
   in.anomalies = &r.notes.anomalies;

@@ -10,6 +10,8 @@
 #include <variant>
 
 #include "opprof/attribute/engine.hpp"
+#include "opprof/dedup/dedup_plan.hpp"
+#include "opprof/dedup/propagation.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/ingest/timeline_source.hpp"
 #include "opprof/match/ncu_match.hpp"
@@ -33,6 +35,9 @@ struct AttributeRequest {
   bool all_ranges = false;
   AttributionOptions attribution;  // filled from opaque_backends when that is given
   NcuMatchOptions matching;        // --strict-launch-config
+  // Layer dedup: the ncu CSV holds the plan's replay set only; the plan is rebuilt from the timeline, the
+  // attribution and the structure file exactly as `opprof profile` built it before pass B.
+  DedupRequest dedup;
   // Stored in the profile's meta table beside the pipeline's own keys (capture facts of `opprof profile`).
   std::map<std::string, std::string> extra_metadata;
 };
@@ -56,6 +61,9 @@ struct AttributeResult {
   std::optional<NcuTable> ncu;
   std::optional<NcuMatch> match;
   KernelMetrics kernel_metrics;  // per-kernel counters; no metrics without ncu
+  std::optional<DedupPlan> dedup;                 // with request.dedup (and ncu)
+  PropagationResult propagation;
+  std::vector<MetricDeviation> dedup_deviation;   // --dedup-verify: per metric
   Aggregates aggregates;
   Coverage coverage;
   // The pipeline's meta keys (inputs, metric set, chip, notes, timings) and the request's extra ones;

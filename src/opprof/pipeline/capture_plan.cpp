@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "contract/opprof_contract.h"
 #include "opprof/capture/agent_libraries.hpp"
 #include "opprof/capture/doctor.hpp"
+#include "opprof/report/json_writer.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
@@ -92,6 +94,12 @@ void check_profile_request(const ProfileRequest& r) {
   if (r.iters < 1 || r.warmup < 0) throw InputError("opprof profile", "--iters must be >= 1 and --warmup >= 0");
   if (!r.compile_mode.empty() && (r.workload.empty() || r.compile != "inductor"))
     throw InputError("--compile-mode", "applies to workload modules with --compile inductor");
+  if (!enum_from_name<DedupMode>(kDedupModeNames, r.dedup))
+    throw InputError("--dedup", "'" + r.dedup + "': give off, layers or kernels");
+  if (r.dedup_verify < 0) throw InputError("--dedup-verify", "must be >= 0");
+  if (r.dedup_verify > 0 && r.dedup == "off") throw InputError("--dedup-verify", "needs --dedup layers or kernels");
+  if (r.dedup_selection != "auto" && !enum_from_name<DedupSelection>(kDedupSelectionNames, r.dedup_selection))
+    throw InputError("--dedup-selection", "'" + r.dedup_selection + "': give auto, nvtx_modules or per_launch_config");
   if (!r.command.empty()) {
     // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
     // Python script, given as "python script.py ..." or "script.py ...".
@@ -193,11 +201,39 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
     }
   }
   plan.counters_runner_args = capture_args(r, "counters", out, "");
+
+  plan.dedup.mode = *enum_from_name<DedupMode>(kDedupModeNames, r.dedup);
+  plan.dedup.selection = DedupSelection::kPerLaunchConfig;  // settled after pass A (dedup_selection)
+  plan.dedup.verify = r.dedup_verify;
+  plan.dedup.structure = (out / OPPROF_STRUCTURE_FILE).string();
+  plan.dedup_plan_file = (out / OPPROF_DEDUP_PLAN_FILE).string();
   return plan;
 }
 
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested) {
+  const bool hooks_run = mode == DedupMode::kLayers && structure_runtime == "eager_inputs";
+  return hooks_run && requested != "per_launch_config" ? DedupSelection::kNvtxModules : DedupSelection::kPerLaunchConfig;
+}
+
+std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {
+  if (!plan.active()) return {};
+  if (plan.selection == DedupSelection::kNvtxModules) {
+    if (plan.skip_modules.empty()) return {};
+    return {"--nvtx", "--nvtx-exclude", std::string(OPPROF_DEDUP_RANGE) + "/"};
+  }
+  return {"--filter-mode", "per-launch-config", "--launch-count", std::to_string(1 + std::max(plan.verify, 0))};
+}
+
+std::string dedup_plan_json(const DedupPlan& plan, bool backward) {
+  std::string modules;
+  for (const std::string& m : plan.skip_modules) modules += (modules.empty() ? "" : ", ") + json_quote(m);
+  return fmt::format("{{\"format\": \"opprof-dedup-plan\", \"version\": 1, \"mechanism\": \"{}\", \"range\": {}, "
+                     "\"backward\": {}, \"skip_modules\": [{}]}}\n",
+                     to_string(plan.selection), json_quote(OPPROF_DEDUP_RANGE), backward ? "true" : "false", modules);
+}
+
 CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
-                          const std::vector<std::string>& metric_names, bool whole_run) {
+                          const std::vector<std::string>& metric_names, bool whole_run, const DedupPlan* dedup) {
   const fs::path& out = plan.output_dir;
   CapturePass b;
   b.kind = PassKind::kCounters;
@@ -206,8 +242,17 @@ CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env
   b.argv = {plan.ncu, "--export", (out / "ncu").string(), "--force-overwrite", "--clock-control", plan.clock_control,
             "--profile-from-start", whole_run ? "on" : "off", "--target-processes", "all",
             "--metrics", join(metric_names, ",")};
+  if (dedup) {
+    const std::vector<std::string> select = ncu_selection_args(*dedup);
+    b.argv.insert(b.argv.end(), select.begin(), select.end());
+  }
   b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
   b.env = python_env(env);
+  if (dedup && dedup->selection == DedupSelection::kNvtxModules && !dedup->skip_modules.empty()) {
+    b.env[OPPROF_ENV_DEDUP_PLAN] = plan.dedup_plan_file;
+    b.notes.push_back(fmt::format("dedup: pass B's module hooks mark {} duplicate instances {} (ncu --nvtx-exclude)",
+                                  dedup->skip_modules.size(), OPPROF_DEDUP_RANGE));
+  }
   b.stdout_path = (out / "ncu.log").string();
   b.stderr_path = (out / "pass_b.log").string();
   b.produces = (out / "ncu.ncu-rep").string();

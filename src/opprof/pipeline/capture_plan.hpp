@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "opprof/capture/subprocess.hpp"
+#include "opprof/dedup/dedup_plan.hpp"
 
 namespace opprof {
 
@@ -32,6 +33,11 @@ struct ProfileRequest {
   // Pass A's capture: tracer (libopprof_tracer.so), torch (torch.profiler), or auto: the tracer where it
   // was built, else torch.
   std::string backend = "auto";
+  // Layer dedup (docs/dedup.md): off, layers or kernels; --dedup-verify K also replays K duplicates per
+  // class in full and reports how far their counters are from the representative's.
+  std::string dedup = "layers";
+  int dedup_verify = 0;
+  std::string dedup_selection = "auto";  // auto, nvtx_modules or per_launch_config (dedup_selection())
 };
 
 // Throws InputError for a request that cannot run (both or neither of workload and command, a missing
@@ -98,7 +104,20 @@ struct CapturePlan {
   std::string database;            // profile.db
   // The capture runner's arguments for pass B (those of pass A without the backend).
   std::vector<std::string> counters_runner_args;
+  // Dedup as asked and as this capture kind can select it: the mechanism pass B uses (dedup_selection),
+  // the structure file pass A writes, the plan file pass B's hooks read.
+  DedupRequest dedup;
+  std::string dedup_plan_file;
 };
+
+// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200): NVTX exclude
+// ranges from module hooks where module hooks run per layer (layers of an eager model, forward and training:
+// a structure whose runtime is eager_inputs), which replays exactly the plan's kernels; ncu's per-launch-config
+// filter elsewhere (compiled graphs, CUDA-graph replays, --dedup kernels) and when requested, which also dedups
+// kernels outside the layers but shares one launch's counters among the template instantiations of a
+// configuration (elementwise add and mul). requested is ProfileRequest::dedup_selection ("auto",
+// "nvtx_modules", "per_launch_config").
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested = "auto");
 
 // The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
 // the request: no tracer library for --backend tracer, no ncu without --skip-ncu, no GPU, no torch.
@@ -106,8 +125,15 @@ CapturePlan build_capture_plan(const ProfileRequest& request, const CaptureEnvir
 
 // Pass B: its metric names come from the GPU chip pass A's timeline names, and it records from the start
 // when pass A's window spanned the whole run (a script that never opened one).
+// With a dedup plan, pass B selects its replay set: ncu's filter arguments and, for NVTX selection, the
+// plan file in OPPROF_DEDUP_PLAN (written by the runner, write_dedup_plan_file).
 CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
-                          const std::vector<std::string>& metric_names, bool whole_run);
+                          const std::vector<std::string>& metric_names, bool whole_run,
+                          const DedupPlan* dedup = nullptr);
+// ncu's arguments that select a plan's replay set (none without dedup).
+std::vector<std::string> ncu_selection_args(const DedupPlan& plan);
+// The JSON pass B's hooks read (python/opprof/dedup_select.py, format version 1).
+std::string dedup_plan_json(const DedupPlan& plan, bool backward);
 CapturePass csv_export_pass(const CapturePlan& plan);
 
 }  // namespace opprof

@@ -15,6 +15,7 @@
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
+#include "opprof/ingest/inductor.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
@@ -81,12 +82,9 @@ class Runner {
     std::optional<TimelineCapture> timeline = run_passes(metric_set);
     if (!timeline) return outcome_;
 
-    AttributeRequest attr;
-    attr.trace = plan_.trace;
-    attr.output = plan_.database;
-    attr.metrics = r_.metrics;
-    if (fs::exists(plan_.inductor_dir)) attr.inductor = plan_.inductor_dir;
+    AttributeRequest attr = attribute_request();
     if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
+    if (!ncu_csv_.empty() && dedup_active_) attr.dedup = dedup_request_;
     if (!partial_.empty()) {
       meta_["partial"] = partial_;
       say("the profile is partial: " + partial_);
@@ -109,6 +107,16 @@ class Runner {
     if (observer_) observer_->on_profile(e);
   }
   void say(std::string text) { tell(progress::Notice{std::move(text)}); }
+
+  // What the capture's own files give attribution; the counters come after pass B.
+  AttributeRequest attribute_request() const {
+    AttributeRequest attr;
+    attr.trace = plan_.trace;
+    attr.output = plan_.database;
+    attr.metrics = r_.metrics;
+    if (fs::exists(plan_.inductor_dir)) attr.inductor = plan_.inductor_dir;
+    return attr;
+  }
 
   // Refuses an output path that cannot become the profile's directory before anything runs.
   static void prepare_output_dir(const fs::path& dir) {
@@ -146,7 +154,11 @@ class Runner {
     read_s_ = since(read_start);
     if (plan_.counters && partial_.empty()) {
       if (interrupted()) partial_ = "interrupted before pass B: no counters";
-      else run_counters_pass(*timeline, metric_set);
+      else {
+        const DedupPlan dedup = plan_dedup(*timeline, attribute_request());
+        dedup_active_ = dedup.active();
+        run_counters_pass(*timeline, metric_set, dedup);
+      }
     }
     return timeline;
   }
@@ -202,18 +214,68 @@ class Runner {
     return true;
   }
 
+  // The dedup plan from pass A's attributed timeline (attribute_capture attributes it again after pass B,
+  // with the counters; attribution is a fraction of a second, the trace is read once). Writes the plan
+  // file pass B's hooks read, and says what pass B will replay.
+  DedupPlan plan_dedup(TimelineCapture& timeline, const AttributeRequest& attr) {
+    DedupRequest request = plan_.dedup;
+    Timeline& tl = timeline.timeline;
+    if (request.mode == DedupMode::kOff) return plan_without_dedup(tl);
+    if (request.mode == DedupMode::kLayers && !fs::exists(request.structure)) {
+      say(fmt::format("dedup: pass A wrote no {} (a program, not a workload module, or a model without modules): "
+                      "deduplicating by kernel signature instead (--dedup kernels)",
+                      fs::path(request.structure).filename().string()));
+      request.mode = DedupMode::kKernels;
+      request.selection = DedupSelection::kPerLaunchConfig;
+    }
+    if (request.mode == DedupMode::kLayers) {
+      const std::string runtime = read_structure_file(request.structure).runtime;
+      request.selection = dedup_selection(request.mode, runtime, r_.dedup_selection);
+      if (r_.dedup_selection == "nvtx_modules" && request.selection != DedupSelection::kNvtxModules)
+        say(fmt::format("dedup: --dedup-selection nvtx_modules needs module hooks that run per layer (an eager model); "
+                        "this structure's runtime is {}: using per_launch_config",
+                        runtime));
+    }
+    std::optional<InductorArtifacts> inductor;
+    if (!attr.inductor.empty()) inductor = read_inductor_artifacts(attr.inductor);
+    const AttributionTable attribution = attribute_timeline(tl, inductor ? &*inductor : nullptr, attr.attribution);
+    DedupPlan dedup = build_dedup_plan(tl, attribution, request);
+    dedup_request_ = request;
+    if (dedup.selection == DedupSelection::kNvtxModules)
+      write_text(plan_.dedup_plan_file, dedup_plan_json(dedup, r_.train));
+    say(fmt::format("dedup {} ({}): {} classes, {} instances ({} replayed in full), {} of {} kernels to replay, {} "
+                    "propagated{}",
+                    to_string(dedup.mode), to_string(dedup.selection), dedup.classes.size(), dedup.instances,
+                    dedup.instances_in_full, dedup.kernels_replayed, dedup.kernels, dedup.kernels_propagated,
+                    dedup.verify > 0 ? fmt::format(", {} duplicates per class replayed to verify", dedup.verify) : ""));
+    for (const std::string& note : dedup.notes) say("dedup: " + note);
+    meta_["dedup.planned_at_capture"] = "true";
+    return dedup;
+  }
+
   // Pass B and the CSV export. An interrupt or an ncu failure leaves the profile without counters
   // (partial_ says why); ERR_NVGPUCTRPERM is an error with what to do.
-  void run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set) {
-    const std::uint64_t expected = timeline.kernel_count();
+  void run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set, const DedupPlan& dedup) {
+    const std::uint64_t expected = dedup.kernels_replayed;
     const std::string chip = chip_for_capture(timeline.timeline.metadata);
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     const bool whole_run = get_or(capture_, "capture.window") == "whole_run";
-    const CapturePass b = counters_pass(plan_, env_, names, whole_run);
+    const CapturePass b = counters_pass(plan_, env_, names, whole_run, &dedup);
+    for (const auto& note : b.notes) say(note);
+    say(fmt::format("pass B: {} kernels to replay with {} metrics; ncu says how many replay passes that takes per "
+                    "kernel when it has replayed the first (it cannot be asked beforehand)",
+                    expected, names.size()));
     NcuProgress ncu(expected);
     const auto t1 = Clock::now();
+    bool passes_told = false;
     auto on_line = [&](std::string_view l) {
-      if (ncu.feed(l)) tell(progress::NcuStatus{ncu.profiled(), expected, since(t1), ncu.status(since(t1))});
+      if (!ncu.feed(l)) return;
+      if (!passes_told && ncu.passes() > 0) {
+        passes_told = true;
+        say(fmt::format("ncu: {} replay passes per kernel (the first kernel's)", ncu.passes()));
+        meta_["ncu.passes_first_kernel"] = std::to_string(ncu.passes());
+      }
+      tell(progress::NcuStatus{ncu.profiled(), expected, since(t1), ncu.status(since(t1))});
     };
     ChildSpec spec = child(b);
     spec.on_stdout_line = on_line;
@@ -269,6 +331,8 @@ class Runner {
   double read_s_ = 0;
   std::optional<double> pass_b_s_;
   std::string ncu_csv_;
+  DedupRequest dedup_request_;  // the dedup pass B was run with (layers may have fallen back to kernels)
+  bool dedup_active_ = false;   // pass B replayed a deduplicated set: attribution propagates the counters
 };
 
 }  // namespace

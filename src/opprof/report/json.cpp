@@ -149,6 +149,37 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   }
   j.end_object();
 
+  const ProfileDedup d = profile.dedup();
+  j.key("dedup").begin_object();
+  j.key("active").boolean(d.active);
+  if (d.active) {
+    j.key("mode").string(d.mode);
+    j.key("selection").string(d.selection);
+    j.key("classes").unsigned_integer(d.classes);
+    j.key("instances").unsigned_integer(d.instances);
+    j.key("kernels").unsigned_integer(d.kernels);
+    j.key("kernels_replayed").unsigned_integer(d.kernels_replayed);
+    j.key("kernels_propagated").unsigned_integer(d.kernels_propagated);
+    j.key("kernels_without_source").unsigned_integer(d.kernels_without_source);
+    j.key("instances_replayed_in_full").unsigned_integer(d.instances_in_full);
+    j.key("replayed_in_full").begin_array();
+    for (const auto& f : d.in_full)
+      j.begin_object().key("instance").string(f.instance).key("class").string(f.class_type).key("why").string(f.reason).end_object();
+    j.end_array();
+    j.key("verify").integer(d.verify);
+    j.key("verify_deviation").begin_array();
+    for (const auto& v : d.verify_deviation)
+      j.begin_object()
+          .key("metric").string(v.metric)
+          .key("pairs").unsigned_integer(v.pairs)
+          .key("median_rel").number(v.median_rel)
+          .key("max_rel").number(v.max_rel)
+          .end_object();
+    j.end_array();
+    j.key("notes").strings(d.notes);
+  }
+  j.end_object();
+
   write_group_lines(j, "operators", s.operators);
   j.key("operator_count").unsigned_integer(s.operator_count);
   write_group_lines(j, "modules", s.modules);

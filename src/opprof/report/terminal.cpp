@@ -138,7 +138,8 @@ void header(Page& page, const ReportSummary& s) {
                                               "capture.sm_clock.after_measured.mhz", "capture.status"};
   for (const auto& [key, value] : s.metadata) {
     if (key == "schema_version" || key == "created_at" || key == "opprof_version" || starts_with(key, "timeline.") ||
-        starts_with(key, "ncu.") || starts_with(key, "note.") || starts_with(key, "warning."))
+        starts_with(key, "ncu.") || starts_with(key, "note.") || starts_with(key, "warning.") ||
+        starts_with(key, "dedup."))
       continue;
     if (starts_with(key, "capture.") &&
         std::none_of(std::begin(kCaptureShown), std::end(kCaptureShown), [&](const char* k) { return key == k; }))
@@ -247,6 +248,41 @@ void anomalies_and_ncu(Page& page, const ReportSummary& s, const ProfileReader& 
     page.line(fmt::format("  ... {} more match notes (table match_notes)", s.match_notes.size() - kNotesShown));
 }
 
+// Layer dedup's lines (none without dedup): replayed vs propagated kernels, instances replayed in full
+// and why, and the --dedup-verify deviations.
+void dedup_lines(Page& page, const ProfileDedup& d) {
+  if (!d.active) return;
+  page.blank();
+  page.line(fmt::format("dedup {} ({}): {} of {} kernels replayed, {} took a representative's counters "
+                        "(kernel_metrics.counters_from); {} classes, {} instances, {} replayed in full",
+                        d.mode, d.selection, d.kernels_replayed, d.kernels, d.kernels_propagated, d.classes,
+                        d.instances, d.instances_in_full));
+  if (d.kernels_without_source > 0)
+    page.line(fmt::format("  {} duplicate kernels without counters: their representative's kernel got no ncu row",
+                          d.kernels_without_source));
+  constexpr std::size_t kShown = 3;
+  for (std::size_t i = 0; i < d.in_full.size() && i < kShown; ++i)
+    page.line(fmt::format("  {} ({}): {}", d.in_full[i].instance, d.in_full[i].class_type, d.in_full[i].reason));
+  if (d.in_full.size() > kShown) page.line(fmt::format("  ... {} more (table dedup_instances)", d.in_full.size() - kShown));
+  if (d.verify_deviation.empty()) return;
+  page.line(fmt::format("  --dedup-verify {}: duplicates replayed in full vs their representative, per metric "
+                        "(duration-weighted median |relative deviation|, max):",
+                        d.verify));
+  std::vector<std::string> metrics;
+  for (const auto& v : d.verify_deviation) metrics.push_back(v.metric);
+  const std::vector<Column> columns =
+      fit_columns(page.width(), "metric", longest_name(metrics), {{"median", 8}, {"max", 9}, {"kernels", 7}}, 3);
+  metrics = shorten_distinct(metrics, columns[0].width);
+  page.raw(table_header(columns, page.style()));
+  for (std::size_t i = 0; i < d.verify_deviation.size(); ++i) {
+    const auto& v = d.verify_deviation[i];
+    page.raw(table_row(columns,
+                       {metrics[i], fmt::format("{:.2f} %", 100 * v.median_rel), fmt::format("{:.2f} %", 100 * v.max_rel),
+                        std::to_string(v.pairs)},
+                       page.style()));
+  }
+}
+
 }  // namespace
 
 std::string render_terminal_report(const ProfileReader& profile, const ReportOptions& options) {
@@ -273,6 +309,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
   module_tree_table(page, s, options);
   unattributed(page, s.coverage, options);
   anomalies_and_ncu(page, s, profile);
+  dedup_lines(page, profile.dedup());
   return std::move(page).str();
 }
 

@@ -151,6 +151,7 @@ class Writer {
     write_coverage();
     write_match_notes();
     write_anomalies();
+    write_dedup();
     db_.exec(embedded_file("profile_indices.sql"));
   }
 
@@ -222,6 +223,22 @@ class Writer {
     if (in_.match) put_meta(s, "ncu.used_mangled_names", in_.match->used_mangled_names ? "true" : "false");
     // Last, so nothing can replace it.
     put_meta(s, "schema_version", std::to_string(kProfileSchemaVersion));
+    if (const DedupPlan* p = in_.dedup) {
+      put_meta(s, "dedup.mode", to_string(p->mode));
+      put_meta(s, "dedup.selection", to_string(p->selection));
+      put_meta(s, "dedup.verify", std::to_string(p->verify));
+      put_meta(s, "dedup.classes", std::to_string(p->classes.size()));
+      put_meta(s, "dedup.instances", std::to_string(p->instances));
+      put_meta(s, "dedup.instances_in_full", std::to_string(p->instances_in_full));
+      put_meta(s, "dedup.kernels", std::to_string(p->kernels));
+      put_meta(s, "dedup.kernels_replayed", std::to_string(p->kernels_replayed));
+      put_meta(s, "dedup.kernels_planned_propagated", std::to_string(p->kernels_propagated));
+      if (in_.propagation) {
+        put_meta(s, "dedup.kernels_propagated", std::to_string(in_.propagation->propagated));
+        put_meta(s, "dedup.kernels_without_source", std::to_string(in_.propagation->without_source));
+      }
+      for (std::size_t i = 0; i < p->notes.size(); ++i) put_meta(s, fmt::format("dedup.note.{}", i), p->notes[i]);
+    }
   }
 
   // Inserts the rows of one table in batches: one statement carries up to kBatchRows rows
@@ -419,11 +436,17 @@ class Writer {
     std::vector<std::size_t> cells;
     for (std::size_t c = 0; c < km->values.size(); ++c)
       if (std::isfinite(km->values[c])) cells.push_back(c);
-    insert_rows("kernel_metrics", "kernel_id, metric_id, value", 3, cells.size(),
+    insert_rows("kernel_metrics", "kernel_id, metric_id, value, counters_from", 4, cells.size(),
                 [&](Statement& v, int p, std::size_t i) {
-                  v.bind_int(p, static_cast<std::int64_t>(cells[i] / present));
+                  const std::size_t kernel = cells[i] / present;
+                  v.bind_int(p, static_cast<std::int64_t>(kernel));
                   v.bind_int(p + 1, static_cast<std::int64_t>(cells[i] % present));
                   v.bind_double(p + 2, km->values[cells[i]]);
+                  const std::uint32_t from = km->counters_from.empty() ? kNoIndex : km->counters_from[kernel];
+                  if (from == kNoIndex)
+                    v.bind_null(p + 3);
+                  else
+                    v.bind_int(p + 3, from);
                 });
   }
 
@@ -586,6 +609,43 @@ class Writer {
       s.bind_int(2, as_i64(e.count));
       s.bind_text(3, details);
       s.run();
+    }
+  }
+
+  void write_dedup() {
+    if (const DedupPlan* plan = in_.dedup) {
+      Statement s(db_,
+                  "INSERT INTO dedup_instances (class_id, class_type, signature, instance, representative, kernels, "
+                  "replayed_in_full, verify, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+      for (std::size_t c = 0; c < plan->classes.size(); ++c) {
+        const DedupClass& cls = plan->classes[c];
+        for (const DedupInstance& i : cls.instances) {
+          s.bind_int(1, as_i64(c));
+          s.bind_text(2, cls.type);
+          s.bind_text(3, cls.signature);
+          s.bind_text(4, i.path);
+          s.bind_int(5, i.representative ? 1 : 0);
+          s.bind_int(6, as_i64(i.kernels.size()));
+          s.bind_int(7, i.replayed_in_full ? 1 : 0);
+          s.bind_int(8, i.verify ? 1 : 0);
+          if (i.reason.empty())
+            s.bind_null(9);
+          else
+            s.bind_text(9, i.reason);
+          s.run();
+        }
+      }
+    }
+    if (const auto* deviations = in_.dedup_deviation) {
+      Statement s(db_, "INSERT INTO dedup_verify (metric, pairs, median_rel, max_rel) VALUES (?1, ?2, ?3, ?4)");
+      for (const MetricDeviation& d : *deviations) {
+        if (d.pairs == 0) continue;
+        s.bind_text(1, d.metric);
+        s.bind_int(2, as_i64(d.pairs));
+        s.bind_double(3, d.median_rel);
+        s.bind_double(4, d.max_rel);
+        s.run();
+      }
     }
   }
 

@@ -10,6 +10,8 @@
 #include "contract/opprof_contract.h"
 #include "opprof/anomaly/anomalies.hpp"
 #include "opprof/attribute/attribution.hpp"
+#include "opprof/dedup/dedup_plan.hpp"
+#include "opprof/dedup/propagation.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
@@ -33,6 +35,9 @@ struct ProfileInputs {
   const NcuTable* ncu = nullptr;                  // null without ncu
   const NcuMatch* match = nullptr;                // null without ncu
   const Anomalies* anomalies = nullptr;          // choices the engine made on its own; null for none
+  const DedupPlan* dedup = nullptr;               // layer dedup's plan; null without
+  const PropagationResult* propagation = nullptr;
+  const std::vector<MetricDeviation>* dedup_deviation = nullptr;
   std::map<std::string, std::string> metadata;    // capture facts: inputs, opprof version, created_at, ...
   // When set (one entry per timeline range), operator ranges whose entry is 0 are not written: a trace
   // holds millions of operator ranges that launched nothing. Other kinds are always written; row ids

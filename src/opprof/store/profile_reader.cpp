@@ -212,6 +212,37 @@ std::string ProfileReader::meta(std::string_view key, std::string_view fallback)
 }
 
 const Coverage& ProfileReader::coverage() const { return impl_->coverage; }
+
+ProfileDedup ProfileReader::dedup() const {
+  ProfileDedup d;
+  d.mode = meta("dedup.mode");
+  d.active = !d.mode.empty() && d.mode != "off";
+  if (!d.active) return d;
+  auto count = [&](std::string_view key) { return static_cast<std::uint64_t>(std::stoull(meta(key, "0"))); };
+  d.selection = meta("dedup.selection");
+  d.verify = static_cast<int>(count("dedup.verify"));
+  d.classes = count("dedup.classes");
+  d.instances = count("dedup.instances");
+  d.instances_in_full = count("dedup.instances_in_full");
+  d.kernels = count("dedup.kernels");
+  d.kernels_replayed = count("dedup.kernels_replayed");
+  d.kernels_propagated = count("dedup.kernels_propagated");
+  d.kernels_without_source = count("dedup.kernels_without_source");
+  for (std::size_t i = 0;; ++i) {
+    const std::string note = meta(fmt::format("dedup.note.{}", i));
+    if (note.empty()) break;
+    d.notes.push_back(note);
+  }
+  Statement q(*impl_->db,
+              "SELECT instance, class_type, reason FROM dedup_instances WHERE reason IS NOT NULL ORDER BY class_id, "
+              "instance");
+  while (q.next()) d.in_full.push_back({q.column_text(0), q.column_text(1), q.column_text(2)});
+  Statement v(*impl_->db, "SELECT metric, pairs, median_rel, max_rel FROM dedup_verify ORDER BY metric");
+  while (v.next())
+    d.verify_deviation.push_back({v.column_text(0), static_cast<std::uint64_t>(v.column_int(1)), v.column_double(2),
+                                  v.column_double(3)});
+  return d;
+}
 const std::vector<ProfileMetric>& ProfileReader::metrics() const { return impl_->metrics; }
 const std::vector<ProfileAnomaly>& ProfileReader::anomalies() const { return impl_->anomalies; }
 

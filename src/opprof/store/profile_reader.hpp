@@ -67,6 +67,26 @@ struct ProfileNcuRow {
   std::int64_t matched_kernel_id = -1;  // kernels.id; -1 when unmatched
 };
 
+// Layer dedup as the profile records it (meta dedup.*, tables dedup_instances and dedup_verify).
+struct ProfileDedup {
+  bool active = false;  // false: pass B replayed every kernel (or a profile older than schema version 3)
+  std::string mode, selection;
+  std::uint64_t classes = 0, instances = 0, instances_in_full = 0, kernels = 0, kernels_replayed = 0,
+                kernels_propagated = 0, kernels_without_source = 0;
+  int verify = 0;
+  struct InFull {
+    std::string instance, class_type, reason;
+  };
+  std::vector<InFull> in_full;  // duplicates replayed in full because their kernels differ
+  struct Deviation {
+    std::string metric;
+    std::uint64_t pairs = 0;
+    double median_rel = 0, max_rel = 0;
+  };
+  std::vector<Deviation> verify_deviation;  // --dedup-verify, per metric
+  std::vector<std::string> notes;
+};
+
 class ProfileReader {
  public:
   // Throws InputError when the file is missing, is not an SQLite database, is not an opprof profile,
@@ -108,6 +128,7 @@ class ProfileReader {
   std::vector<GroupStats> kernel_time_by(KernelColumn column) const;
 
   std::vector<std::string> match_notes() const;
+  ProfileDedup dedup() const;
   std::size_t activity_count() const;  // rows of kernels: kernels, memcpy and memset
   // Calls fn for every activity, in timeline order.
   void for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const;

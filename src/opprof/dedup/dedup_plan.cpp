@@ -1,0 +1,252 @@
+#include "opprof/dedup/dedup_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "opprof/match/ncu_match.hpp"
+
+namespace opprof {
+namespace {
+
+DedupPlan empty_plan(const Timeline& tl, DedupMode mode) {
+  DedupPlan p;
+  p.mode = mode;
+  const std::size_t n = tl.kernels.size();
+  p.replayed.assign(n, 0);
+  p.counters_from.assign(n, kNoIndex);
+  p.verify_against.assign(n, kNoIndex);
+  for (std::size_t k = 0; k < n; ++k) {
+    const bool kernel = tl.kernels.kind[k] == ActivityKind::kKernel;
+    p.replayed[k] = kernel ? 1 : 0;
+    p.kernels += kernel;
+  }
+  return p;
+}
+
+// A launch configuration as ncu's per-launch-config filter tells launches apart: the kernel's function name
+// without namespace, template arguments and parameters (ncu's --kernel-name-base function), grid, block and
+// shared memory per block. Two instantiations of one template (elementwise add and mul) with the same grid
+// share a configuration: measured on the H200, ncu replayed 20 rows of eager GPT-2 where the full names
+// predicted 27.
+std::string launch_signature(const Timeline& tl, std::uint32_t k) {
+  const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
+  return fmt::format("{} grid({},{},{}) block({},{},{}) smem {}", kernel_match_name(tl.str(tl.kernels.name[k])), g.x,
+                     g.y, g.z, b.x, b.y, b.z, tl.kernels.shared_mem_bytes[k]);
+}
+
+// K of the n candidates, spread evenly (the first, middle and last region of a stack of layers).
+std::vector<std::size_t> spread(std::size_t n, int k) {
+  std::vector<std::size_t> out;
+  if (k <= 0 || n == 0) return out;
+  const std::size_t want = std::min<std::size_t>(n, static_cast<std::size_t>(k));
+  for (std::size_t j = 0; j < want; ++j) out.push_back(want == n ? j : (j + 1) * n / (want + 1));
+  return out;
+}
+
+void finish_counts(DedupPlan& p) {
+  p.kernels_replayed = p.kernels_propagated = 0;
+  for (std::size_t k = 0; k < p.replayed.size(); ++k) {
+    p.kernels_replayed += p.replayed[k];
+    p.kernels_propagated += p.counters_from[k] != kNoIndex;
+  }
+  p.instances = p.instances_in_full = 0;
+  for (const DedupClass& c : p.classes) {
+    p.instances += c.instances.size();
+    for (const DedupInstance& i : c.instances) p.instances_in_full += !i.representative && i.replayed_in_full && !i.verify;
+  }
+}
+
+// Where two kernel sequences first differ, for the report.
+std::string first_difference(const Timeline& tl, const std::vector<std::uint32_t>& rep,
+                             const std::vector<std::uint32_t>& other) {
+  const std::size_t n = std::min(rep.size(), other.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (kernel_identity_text(tl, rep[i]) != kernel_identity_text(tl, other[i]))
+      return fmt::format("kernel {} of {} is {} where the representative launches {}", i + 1, other.size(),
+                         kernel_identity_text(tl, other[i]), kernel_identity_text(tl, rep[i]));
+  }
+  return fmt::format("{} kernels where the representative launches {}", other.size(), rep.size());
+}
+
+}  // namespace
+
+std::string kernel_identity_text(const Timeline& tl, std::uint32_t k) {
+  const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
+  return fmt::format("{} grid({},{},{}) block({},{},{})", tl.str(tl.kernels.name[k]), g.x, g.y, g.z, b.x, b.y, b.z);
+}
+
+DedupPlan plan_without_dedup(const Timeline& tl) {
+  DedupPlan p = empty_plan(tl, DedupMode::kOff);
+  finish_counts(p);
+  return p;
+}
+
+DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
+                           int verify) {
+  DedupPlan p = empty_plan(tl, DedupMode::kLayers);
+  p.selection = DedupSelection::kNvtxModules;
+  p.verify = verify;
+  // Instance of each module path; a kernel belongs to the instance whose path is its module's or a prefix
+  // of it at a dot.
+  struct Slot {
+    std::size_t cls, instance;
+  };
+  std::unordered_map<std::string, Slot> slot_of_path;
+  for (const StructuralClass& sc : structure.classes) {
+    if (sc.instances.size() < 2) continue;
+    DedupClass c{sc.signature, sc.type, {}};
+    for (const std::string& path : sc.instances) {
+      slot_of_path.emplace(path, Slot{p.classes.size(), c.instances.size()});
+      c.instances.push_back({path, {}, false, false, false, {}});
+    }
+    p.classes.push_back(std::move(c));
+  }
+  std::unordered_map<StrId, const Slot*> slot_of_module;  // cache per interned module path
+  auto slot_for = [&](StrId module) -> const Slot* {
+    if (module == kNoString) return nullptr;
+    auto [it, inserted] = slot_of_module.try_emplace(module, nullptr);
+    if (!inserted) return it->second;
+    std::string_view path = tl.str(module);
+    while (true) {
+      if (auto s = slot_of_path.find(std::string(path)); s != slot_of_path.end()) return it->second = &s->second;
+      const std::size_t dot = path.rfind('.');
+      if (dot == std::string_view::npos) return nullptr;
+      path = path.substr(0, dot);
+    }
+  };
+  for (const std::vector<std::uint32_t>& process : kernels_in_launch_order(tl)) {
+    for (std::uint32_t k : process) {
+      if (const Slot* s = slot_for(attribution.module[k])) p.classes[s->cls].instances[s->instance].kernels.push_back(k);
+    }
+  }
+
+  for (DedupClass& c : p.classes) {
+    // The representative: the first instance of the kernel sequence most instances launch (usually the
+    // first instance; in a compiled graph the first and last layers may fuse with their neighbours).
+    std::vector<std::string> sequence(c.instances.size());
+    std::map<std::string, std::size_t> count;
+    for (std::size_t i = 0; i < c.instances.size(); ++i) {
+      for (std::uint32_t k : c.instances[i].kernels) sequence[i] += kernel_identity_text(tl, k) + '\n';
+      ++count[sequence[i]];
+    }
+    std::size_t rep = 0;
+    for (std::size_t i = 1; i < c.instances.size(); ++i)
+      if (count[sequence[i]] > count[sequence[rep]]) rep = i;
+    if (rep != 0) std::rotate(c.instances.begin(), c.instances.begin() + static_cast<std::ptrdiff_t>(rep),
+                              c.instances.begin() + static_cast<std::ptrdiff_t>(rep) + 1);
+    if (rep != 0) std::rotate(sequence.begin(), sequence.begin() + static_cast<std::ptrdiff_t>(rep),
+                              sequence.begin() + static_cast<std::ptrdiff_t>(rep) + 1);
+    DedupInstance& representative = c.instances[0];
+    representative.representative = representative.replayed_in_full = true;
+    if (representative.kernels.empty()) {
+      p.notes.push_back(fmt::format("class {} ({} instances, first {}): no kernel is attributed to its instances; "
+                                    "nothing to deduplicate",
+                                    c.type, c.instances.size(), representative.path));
+      for (DedupInstance& i : c.instances) i.replayed_in_full = true;
+      continue;
+    }
+    std::vector<std::size_t> same;  // duplicates that can take the representative's counters
+    for (std::size_t i = 1; i < c.instances.size(); ++i) {
+      DedupInstance& inst = c.instances[i];
+      if (sequence[i] == sequence[0]) {
+        same.push_back(i);
+      } else {
+        inst.replayed_in_full = true;
+        inst.reason = "its kernel sequence differs from the representative's (" + representative.path + "): " +
+                      first_difference(tl, representative.kernels, inst.kernels);
+      }
+    }
+    for (std::size_t j : spread(same.size(), verify)) c.instances[same[j]].verify = c.instances[same[j]].replayed_in_full = true;
+    for (std::size_t i : same) {
+      DedupInstance& inst = c.instances[i];
+      for (std::size_t pos = 0; pos < inst.kernels.size(); ++pos) {
+        const std::uint32_t k = inst.kernels[pos], r = representative.kernels[pos];
+        if (inst.verify) {
+          p.verify_against[k] = r;
+        } else {
+          p.replayed[k] = 0;
+          p.counters_from[k] = r;
+        }
+      }
+      if (!inst.verify) p.skip_modules.push_back(inst.path);
+    }
+  }
+  finish_counts(p);
+  return p;
+}
+
+DedupPlan plan_kernel_dedup(const Timeline& tl, int verify) {
+  DedupPlan p = empty_plan(tl, DedupMode::kKernels);
+  p.selection = DedupSelection::kPerLaunchConfig;
+  p.verify = verify;
+  std::unordered_map<std::string, std::size_t> class_of;
+  for (const std::vector<std::uint32_t>& process : kernels_in_launch_order(tl)) {
+    for (std::uint32_t k : process) {
+      std::string sig = launch_signature(tl, k);
+      auto [it, inserted] = class_of.try_emplace(sig, p.classes.size());
+      if (inserted) p.classes.push_back({sig, kernel_match_name(tl.str(tl.kernels.name[k])), {}});
+      DedupClass& c = p.classes[it->second];
+      DedupInstance inst{fmt::format("launch {}", c.instances.size() + 1), {k}, c.instances.empty(), false, false, {}};
+      if (inst.representative) {
+        inst.replayed_in_full = true;
+      } else if (c.instances.size() <= static_cast<std::size_t>(std::max(verify, 0))) {
+        // ncu's per-launch-config filter with --launch-count K+1 replays the first K+1 launches of each
+        // configuration: the verify duplicates are the first K after the representative.
+        inst.verify = inst.replayed_in_full = true;
+        p.verify_against[k] = c.instances[0].kernels[0];
+      } else {
+        p.replayed[k] = 0;
+        p.counters_from[k] = c.instances[0].kernels[0];
+      }
+      c.instances.push_back(std::move(inst));
+    }
+  }
+  std::erase_if(p.classes, [](const DedupClass& c) { return c.instances.size() < 2; });
+  finish_counts(p);
+  return p;
+}
+
+DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attribution, const DedupRequest& request) {
+  DedupPlan p;
+  switch (request.mode) {
+    case DedupMode::kOff: p = plan_without_dedup(tl); break;
+    case DedupMode::kKernels: p = plan_kernel_dedup(tl, request.verify); break;
+    case DedupMode::kLayers: {
+      const ModelStructure structure = read_structure_file(request.structure);
+      if (request.selection == DedupSelection::kNvtxModules) {
+        p = plan_layer_dedup(tl, attribution, structure, request.verify);
+        break;
+      }
+      // ncu decides what is replayed (the first launches of each configuration); the classes decide where a
+      // duplicate's counters come from.
+      DedupPlan layers = plan_layer_dedup(tl, attribution, structure, 0);
+      p = plan_kernel_dedup(tl, request.verify);
+      p.mode = DedupMode::kLayers;
+      for (std::size_t k = 0; k < p.counters_from.size(); ++k) {
+        const std::uint32_t r = layers.counters_from[k];
+        if (p.counters_from[k] != kNoIndex && r != kNoIndex && p.replayed[r]) p.counters_from[k] = r;
+      }
+      for (DedupClass& c : layers.classes)
+        for (DedupInstance& i : c.instances) {
+          if (i.representative || i.reason.empty()) continue;
+          i.replayed_in_full = false;
+          i.reason += "; its kernels take the counters of the first launch of their launch configuration";
+        }
+      p.classes = std::move(layers.classes);
+      p.notes = std::move(layers.notes);
+      p.notes.push_back("pass B replays the first launch of each launch configuration (ncu --filter-mode "
+                        "per-launch-config): module hooks cannot mark layers inside a compiled graph");
+      finish_counts(p);
+      break;
+    }
+  }
+  p.selection = request.mode == DedupMode::kKernels ? DedupSelection::kPerLaunchConfig : request.selection;
+  p.verify = request.verify;
+  return p;
+}
+
+}  // namespace opprof

@@ -1,0 +1,95 @@
+#pragma once
+// The dedup plan (docs/dedup.md): from pass A's attributed timeline, which kernels pass B replays and from
+// which replayed kernel every other kernel gets its counters.
+//   layers   per structural class (structure_file.hpp) the first instance is the representative; each
+//            instance's kernels (forward and, in training, backward: attribution gives backward kernels
+//            their forward module) in launch order. An instance whose kernel sequence (name, grid, block)
+//            equals the representative's takes its counters position by position; one that differs is
+//            replayed in full and reported. Replayed: the representatives' kernels and every kernel
+//            outside classes of more than one instance.
+//   kernels  kernel-signature dedup across the window: the first launch of each signature (name, grid,
+//            block, shared memory per block: the launch configuration ncu's per-launch-config filter
+//            groups by) is replayed, every later launch of it takes its counters.
+// verify K also replays K duplicates in full per class (per signature), to measure how far propagated
+// counters are from measured ones (dedup_verify.hpp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "opprof/attribute/attribution.hpp"
+#include "opprof/dedup/structure_file.hpp"
+#include "opprof/timeline/timeline.hpp"
+#include "opprof/util/enum_names.hpp"
+
+namespace opprof {
+
+enum class DedupMode : std::uint8_t { kOff = 0, kLayers = 1, kKernels = 2 };
+inline constexpr std::array<const char*, 3> kDedupModeNames = {"off", "layers", "kernels"};
+inline const char* to_string(DedupMode m) { return enum_name(kDedupModeNames, m); }
+
+// How pass B replays only a plan's replay set (docs/dedup.md has the measurements behind the choice).
+enum class DedupSelection : std::uint8_t {
+  kNvtxModules = 0,      // pass B's module hooks push "opprof.dup" around the skipped instances' forward and
+                         // backward; ncu --nvtx --nvtx-exclude (eager forward and training)
+  kPerLaunchConfig = 1,  // ncu --filter-mode per-launch-config --launch-count 1+verify: the first launches of
+                         // each launch configuration (compiled graphs, CUDA-graph replays, --dedup kernels)
+};
+inline constexpr std::array<const char*, 2> kDedupSelectionNames = {"nvtx_modules", "per_launch_config"};
+inline const char* to_string(DedupSelection s) { return enum_name(kDedupSelectionNames, s); }
+
+struct DedupRequest {
+  DedupMode mode = DedupMode::kOff;
+  DedupSelection selection = DedupSelection::kNvtxModules;
+  int verify = 0;         // --dedup-verify K
+  std::string structure;  // layers: pass A's opprof_structure.json
+};
+
+struct DedupInstance {
+  std::string path;                    // module path; kernels mode: the kernel signature's display text
+  std::vector<std::uint32_t> kernels;  // timeline kernel rows in launch order
+  bool representative = false;
+  bool replayed_in_full = false;       // measured, not propagated (the representative too)
+  bool verify = false;                 // replayed in full to check the propagation (--dedup-verify)
+  std::string reason;                  // why replayed in full, "" otherwise
+};
+
+struct DedupClass {
+  std::string signature, type;
+  std::vector<DedupInstance> instances;  // [0] is the representative
+};
+
+struct DedupPlan {
+  DedupMode mode = DedupMode::kOff;
+  DedupSelection selection = DedupSelection::kNvtxModules;
+  int verify = 0;
+  std::vector<DedupClass> classes;
+  // Parallel to Timeline::kernels.
+  std::vector<std::uint8_t> replayed;          // 1: pass B replays it (memcpy/memset: 0, ncu never does)
+  std::vector<std::uint32_t> counters_from;    // the replayed kernel whose counters it takes; kNoIndex: its own
+  std::vector<std::uint32_t> verify_against;   // verify duplicates: the representative kernel at its position
+  std::uint64_t kernels = 0;                   // kind kernel in the timeline
+  std::uint64_t kernels_replayed = 0, kernels_propagated = 0;
+  std::size_t instances = 0, instances_in_full = 0;  // in classes of more than one instance; replayed in full
+  // Instances whose every kernel is propagated (the NVTX selection skips their forward and backward).
+  std::vector<std::string> skip_modules;
+  std::vector<std::string> notes;  // what the user should know (a class without kernels, a fallback)
+
+  bool active() const { return mode != DedupMode::kOff; }
+};
+
+// The identity matching compares (kernel_match_name, grid, block) as one text, for sequences and reports.
+std::string kernel_identity_text(const Timeline& tl, std::uint32_t kernel);
+
+// The plan a request asks for: layers with NVTX selection is plan_layer_dedup; layers with per-launch-config
+// selection replays what ncu's filter replays (plan_kernel_dedup) and propagates within each class by
+// position where the representative's kernel was replayed, else from the first launch of the configuration;
+// kernels is plan_kernel_dedup. Reads request.structure (InputError when it is bad).
+DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attribution, const DedupRequest& request);
+
+// Off: everything replayed, nothing propagated.
+DedupPlan plan_without_dedup(const Timeline& tl);
+DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
+                           int verify = 0);
+DedupPlan plan_kernel_dedup(const Timeline& tl, int verify = 0);
+
+}  // namespace opprof
