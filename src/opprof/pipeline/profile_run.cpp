@@ -242,7 +242,7 @@ class Runner {
     DedupPlan dedup = build_dedup_plan(tl, attribution, request);
     dedup_request_ = request;
     if (dedup.selection == DedupSelection::kNvtxModules)
-      write_text(plan_.dedup_plan_file, dedup_plan_json(dedup, r_.train));
+      write_file_atomically(plan_.dedup_plan_file, dedup_plan_json(dedup, r_.train));
     say(fmt::format("dedup {} ({}): {} classes, {} instances ({} replayed in full), {} of {} kernels to replay, {} "
                     "propagated{}",
                     to_string(dedup.mode), to_string(dedup.selection), dedup.classes.size(), dedup.instances,
