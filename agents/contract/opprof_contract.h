@@ -13,7 +13,7 @@
 /* The profile database: PRAGMA application_id ("oppf") and the schema version (PRAGMA user_version,
  * meta.schema_version; docs/schema.md), written by src/opprof/store and checked by opprof.load. */
 #define OPPROF_PROFILE_APPLICATION_ID 1869639782 /* 0x6f707066 */
-#define OPPROF_PROFILE_SCHEMA_VERSION 2
+#define OPPROF_PROFILE_SCHEMA_VERSION 3
 
 /* Range texts. A module range's text is this prefix and the module's dotted path (h.3.attn), written by
  * opprof.hooks and opprof.call_ranges, matched by every timeline reader. */
@@ -39,6 +39,10 @@
 #define OPPROF_COUNTERS_RECORD_FILE "capture_counters.json"   /* what pass B (ncu) did */
 #define OPPROF_INDUCTOR_DIR "inductor"                        /* pass A's Inductor debug directory */
 #define OPPROF_FX_MODULES_FILE "opprof_fx_modules.json"       /* pre-grad FX node -> module path */
+/* A multi-process job's capture directory holds one capture directory per process: rank<R>/ for a process
+ * started with RANK (else LOCAL_RANK) in its environment, pid<P>/ for one without. */
+#define OPPROF_RANK_DIR_PREFIX "rank"
+#define OPPROF_PROCESS_DIR_PREFIX "pid"
 
 /* The in-process libraries, as built and installed. */
 #define OPPROF_TRACER_LIBRARY "libopprof_tracer.so"
@@ -53,6 +57,8 @@
 #define OPPROF_ENV_TRACE_WINDOW "OPPROF_TRACE_WINDOW"             /* 1: the tracer keeps the capture window only */
 #define OPPROF_ENV_TRACE_WINDOW_SWITCH "OPPROF_TRACE_WINDOW_SWITCH" /* 0: GPU activity stays on outside windows */
 #define OPPROF_ENV_TRACE_DEFER_OPERATORS "OPPROF_TRACE_DEFER_OPERATORS" /* 0: every operator range is written */
+/* 1: every process writes its own log, <dir of OPPROF_TRACE_FILE>/rank<R>/<file name> (or pid<P>/) */
+#define OPPROF_ENV_TRACE_PER_PROCESS "OPPROF_TRACE_PER_PROCESS"
 #define OPPROF_ENV_TRACE_BUFFERS "OPPROF_TRACE_BUFFERS"           /* CUPTI activity buffers in the pool */
 #define OPPROF_ENV_TRACE_BUFFER_KB "OPPROF_TRACE_BUFFER_KB"       /* size of one buffer */
 

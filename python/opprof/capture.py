@@ -107,6 +107,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def per_process() -> bool:
+    """Whether this process is one of a job's (opprof profile -- torchrun ...): each writes its own capture."""
+    return os.environ.get(contract.ENV_TRACE_PER_PROCESS, "0") not in ("", "0")
+
+
+def process_dir_name() -> str:
+    """This process's capture folder in a job, named as the tracer names it: rank<R> from RANK (else
+    LOCAL_RANK), pid<P> without one."""
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
+    if rank and rank.isdigit():
+        return f"{contract.RANK_DIR_PREFIX}{rank}"
+    return f"{contract.PROCESS_DIR_PREFIX}{os.getpid()}"
+
+
+def process_identity() -> dict[str, Any]:
+    def number(name: str) -> int | None:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdigit() else None
+
+    return {"pid": os.getpid(), "rank": number("RANK"), "local_rank": number("LOCAL_RANK"),
+            "world_size": number("WORLD_SIZE"), "local_world_size": number("LOCAL_WORLD_SIZE"),
+            "host": os.uname().nodename}
+
+
 def split_script_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         index = argv.index("--")
@@ -291,6 +315,8 @@ class Capture:
         # With the tracer the trace is the injected library's log, written where OPPROF_TRACE_FILE says.
         self.tracer = args.pass_ == "timeline" and args.backend == "tracer"
         tracer_file = os.environ.get(contract.ENV_TRACE_FILE) if self.tracer else None
+        if tracer_file and per_process():  # the tracer writes into this process's folder (out already is it)
+            tracer_file = str(out / Path(tracer_file).name)
         self.trace_path = Path(tracer_file).resolve() if tracer_file else out / (
             TRACER_TRACE_FILENAME if self.tracer else TRACE_FILENAME)
         self.record: dict[str, Any] = {
@@ -321,6 +347,9 @@ class Capture:
             "stdout_redirected_to_stderr": args.pass_ == "counters",
             "error": None,
             "exit_code": None,
+            # Which process of a job this is (the rank the launcher gave it), so that the engine pairs
+            # pass A's and pass B's processes of one rank; the pids differ between the passes.
+            "process": process_identity(),
         }
         self.fx_recorder: Any = None
         self.hooks: Any = None
@@ -709,6 +738,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pass_ == "counters":
         keep_stdout_clean()
     out = Path(args.out).resolve()
+    if per_process():
+        out = out / process_dir_name()
     out.mkdir(parents=True, exist_ok=True)
     log(f"pass {args.pass_} -> {out}")
     return Capture(args, script_argv, out, argv).run()

@@ -9,7 +9,7 @@ Pure constants: importing it imports nothing else (the capture driver imports it
 
 # The profile database's PRAGMA application_id ("oppf") and schema version.
 PROFILE_APPLICATION_ID = 1869639782
-PROFILE_SCHEMA_VERSION = 2
+PROFILE_SCHEMA_VERSION = 3
 
 # Range texts: a module range is this prefix and the module's dotted path.
 MODULE_RANGE_PREFIX = "nn.Module: "
@@ -31,6 +31,9 @@ CAPTURE_RECORD_FILE = "capture.json"
 COUNTERS_RECORD_FILE = "capture_counters.json"
 INDUCTOR_DIR = "inductor"
 FX_MODULES_FILE = "opprof_fx_modules.json"
+# A multi-process job's per-process capture directories: rank<R>/ (RANK, else LOCAL_RANK), else pid<P>/.
+RANK_DIR_PREFIX = "rank"
+PROCESS_DIR_PREFIX = "pid"
 
 # The in-process libraries.
 TRACER_LIBRARY = "libopprof_tracer.so"
@@ -45,5 +48,6 @@ ENV_TRACE_FILE = "OPPROF_TRACE_FILE"
 ENV_TRACE_WINDOW = "OPPROF_TRACE_WINDOW"
 ENV_TRACE_WINDOW_SWITCH = "OPPROF_TRACE_WINDOW_SWITCH"
 ENV_TRACE_DEFER_OPERATORS = "OPPROF_TRACE_DEFER_OPERATORS"
+ENV_TRACE_PER_PROCESS = "OPPROF_TRACE_PER_PROCESS"
 ENV_TRACE_BUFFERS = "OPPROF_TRACE_BUFFERS"
 ENV_TRACE_BUFFER_KB = "OPPROF_TRACE_BUFFER_KB"
