@@ -32,6 +32,10 @@ struct ProfileRequest {
   // Pass A's capture: tracer (libopprof_tracer.so), torch (torch.profiler), or auto: the tracer where it
   // was built, else torch.
   std::string backend = "auto";
+  // The program starts the processes that run CUDA (a launcher): each process writes its own capture
+  // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
+  // torchrun and python -m torch.distributed.run, whose processes also get opprof's capture runner.
+  bool multi_process = false;
 };
 
 // Throws InputError for a request that cannot run (both or neither of workload and command, a missing
@@ -82,6 +86,8 @@ struct CapturePass {
 struct CapturePlan {
   std::filesystem::path output_dir;
   std::string backend;             // resolved: tracer or torch
+  std::string launcher;            // torchrun or torch.distributed.run when the command starts one, else ""
+  bool per_process = false;        // every process writes its own capture folder (a multi-process job)
   std::vector<std::string> notes;  // said at the start (how the backend was chosen)
   CapturePass timeline;
   bool counters = false;           // pass B and its export follow (not with --skip-ncu)
