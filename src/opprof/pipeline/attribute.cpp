@@ -121,7 +121,9 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
     warnings.push_back(std::move(w));
   }
   for (const std::string& w : warnings) tell(observer, progress::Warning{w});
-  if (!request.ncu.empty()) {
+  if (request.ncu_rows) {
+    r.ncu = *request.ncu_rows;
+  } else if (!request.ncu.empty()) {
     Stopwatch sw;
     r.ncu = read_ncu_csv(request.ncu);
     tell(observer, progress::NcuRead{r.ncu->rows(), r.ncu->metric_names.size(), sw.seconds()});
@@ -173,7 +175,7 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
 
 }  // namespace
 
-void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer) {
+void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer, const JobTables* job) {
   ProfileInputs in;
   in.timeline = &r.timeline();
   in.attribution = &r.attribution;
@@ -187,6 +189,7 @@ void write_profile(const AttributeResult& r, const std::string& path, ProgressOb
   if (!r.all_ranges) in.operator_ranges_to_keep = &r.notes.operator_on_launch_path;
   in.anomalies = &r.notes.anomalies;
   in.metadata = r.metadata;
+  in.job = job;
   Stopwatch sw;
   write_profile_db(path, in);
   const double write_s = sw.seconds();

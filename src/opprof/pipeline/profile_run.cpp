@@ -12,9 +12,12 @@
 #include <fstream>
 #include <map>
 
+#include "contract/opprof_contract.h"
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
+#include "opprof/job/processes.hpp"
+#include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
@@ -84,6 +87,7 @@ class Runner {
     lock_clocks();
 
     if (!run_timeline_pass()) return outcome_;
+    if (plan_.per_process) return run_job(metric_set);
     // The timeline is read once: its kernels are what pass B expects, and it is what gets attributed.
     const auto read_start = Clock::now();
     TimelineCapture timeline = read_capture_timeline(plan_.trace, observer_);
@@ -95,14 +99,20 @@ class Runner {
     attr.metrics = r_.metrics;
     if (fs::exists(plan_.inductor_dir)) attr.inductor = plan_.inductor_dir;
     if (plan_.counters && timeline_ok_) {
-      if (!run_counters_pass(timeline, metric_set)) return outcome_;
+      if (!run_counters_pass(timeline.kernel_count(), chip_for_capture(timeline.timeline.metadata),
+                             get_or(capture_, "capture.window") == "whole_run", metric_set))
+        return outcome_;
       if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
     }
     attr.extra_metadata = meta_;
     const auto attribute_start = Clock::now();
     attribute_capture(std::move(timeline), attr, observer_);
     tell(progress::WallTime{pass_a_s_, pass_b_s_, read_s + since(attribute_start)});
+    return finish();
+  }
 
+ private:
+  ProfileOutcome finish() {
     write_report_files(plan_.database, plan_.output_dir);
     outcome_.database = plan_.database;
     outcome_.report_text = render_terminal_report(ProfileReader(plan_.database));
@@ -111,7 +121,46 @@ class Runner {
     return outcome_;
   }
 
- private:
+  // A multi-process job: every process wrote its own capture folder. Pass B replays them all under one
+  // ncu (its rows carry the process id), and the job is attributed process by process into one profile.
+  ProfileOutcome run_job(const MetricSet& metric_set) {
+    const std::string trace_file = fs::path(plan_.trace).filename().string();
+    std::uint64_t expected = 0;
+    std::string chip;
+    bool whole_run = false;
+    const auto read_start = Clock::now();
+    for (const JobProcess& p : find_job_processes(plan_.output_dir, trace_file)) {
+      if (p.trace.empty()) continue;
+      const auto record = read_capture_json(fs::path(p.trace).parent_path() / OPPROF_CAPTURE_RECORD_FILE);
+      whole_run = whole_run || get_or(record, "capture.window") == "whole_run";
+      if (meta_.count("capture.status") == 0)  // the first process's facts stand for the job's
+        for (const auto& [k, v] : record) meta_[k] = v;
+      try {
+        const TimelineCapture t = read_capture_timeline(p.trace);
+        expected += t.kernel_count();
+        if (chip.empty()) chip = chip_for_capture(t.timeline.metadata);
+      } catch (const InputError& e) {
+        say(fmt::format("{}: {}", p.label(), e.what()));  // attribute_job reports it with the others
+      }
+    }
+    const double read_s = since(read_start);
+    JobRequest job;
+    job.dir = plan_.output_dir.string();
+    job.trace_file = trace_file;
+    job.request.output = plan_.database;
+    job.request.metrics = r_.metrics;
+    if (plan_.counters && timeline_ok_) {
+      if (!run_counters_pass(expected, chip, whole_run, metric_set)) return outcome_;
+      if (!ncu_csv_.empty()) job.request.ncu = ncu_csv_;
+    }
+    meta_["job.launcher"] = plan_.launcher.empty() ? "(the program)" : plan_.launcher;
+    job.request.extra_metadata = meta_;
+    const auto attribute_start = Clock::now();
+    attribute_job(job, observer_);
+    tell(progress::WallTime{pass_a_s_, pass_b_s_, read_s + since(attribute_start)});
+    return finish();
+  }
+
   void tell(const ProfileEvent& e) {
     if (observer_) observer_->on_profile(e);
   }
@@ -166,7 +215,10 @@ class Runner {
     timeline_ok_ = ra.ok();
     if (!ra.ok()) {
       say(fmt::format("the workload failed in pass A ({}); see {}", ra.describe(), a.stderr_path));
-      if (!fs::exists(plan_.trace)) {
+      const bool captured = plan_.per_process
+                                ? !find_job_processes(plan_.output_dir, fs::path(plan_.trace).filename().string()).empty()
+                                : fs::exists(plan_.trace);
+      if (!captured) {
         outcome_.exit_code = 1;
         return false;
       }
@@ -178,11 +230,9 @@ class Runner {
   }
 
   // Pass B and the CSV export. False when interrupted (outcome_ says so).
-  bool run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set) {
-    const std::uint64_t expected = timeline.kernel_count();
-    const std::string chip = chip_for_capture(timeline.timeline.metadata);
+  // expected: pass A's kernels; chip: the GPU's ncu chip ("" unknown); whole_run: pass A recorded the whole run.
+  bool run_counters_pass(std::uint64_t expected, const std::string& chip, bool whole_run, const MetricSet& metric_set) {
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
-    const bool whole_run = get_or(capture_, "capture.window") == "whole_run";
     const CapturePass b = counters_pass(plan_, env_, names, whole_run);
     NcuProgress ncu(expected);
     const auto t1 = Clock::now();

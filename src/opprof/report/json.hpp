@@ -7,8 +7,8 @@
 //   opaque_backend_ns, opaque_backend_pct
 //   by_path {correlation, enclosure, fusion, none}            percent of kernel time per attribution path
 //   by_path_ns {correlation, enclosure, fusion, none}
-//   by_phase {forward, backward, optimizer, other}            percent of kernel time per phase
-//   by_phase_ns {forward, backward, optimizer, other}
+//   by_phase {forward, backward, optimizer, other, communication}   percent of kernel time per phase
+//   by_phase_ns {forward, backward, optimizer, other, communication}
 //   opaque_backends [{backend, time_ns, pct}]
 //   unattributed [{family, reason, kernels, time_ns, pct}]    every group, largest first
 //   ncu {available, rows, matched, unmatched_rows, unmatched_kernels, grid_block_disagreements,
@@ -22,6 +22,11 @@
 //                                                             the top ReportOptions::top, largest first
 //   operator_count, module_count                              all groups in the profile
 //   warnings [..]
+//   job  null for a single-process profile; else {processes [{rank, pid, folder, status, problem, kernels,
+//        kernel_time_ns, time_vs_mean, compute_ns, communication_ns, overlap_ns, exposed_communication_ns,
+//        cpu_communication_ns, cpu_overlap_ns, busy_ns, span_ns, by_phase_ns}], kernel_time_ns,
+//        communication_share, overlapped_share (0..1), exposed_communication_ns, max_time_vs_mean,
+//        min_time_vs_mean, most_unequal_operators [{operator, spread_ns, time_ns_by_process {id: ns}}]}
 #include <string>
 
 #include "opprof/report/summary.hpp"

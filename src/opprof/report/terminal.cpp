@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "opprof/report/job.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -137,6 +138,9 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
                      c.pct(c.by_phase_ns[static_cast<int>(Phase::kBackward)]),
                      c.pct(c.by_phase_ns[static_cast<int>(Phase::kOptimizer)]),
                      c.pct(c.by_phase_ns[static_cast<int>(Phase::kOther)]));
+  if (const std::int64_t comm = c.by_phase_ns[static_cast<int>(Phase::kCommunication)]; comm > 0)
+    out += fmt::format("  communication {:.1f}%\n", c.pct(comm));
+  out += render_job_section(profile);
 
   append_groups(out, "Top operators", "operator", s.operators, s.operator_count, false, options);
   append_groups(out, "Top modules", "module", s.modules, s.module_count, true, options);

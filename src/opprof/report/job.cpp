@@ -1,0 +1,174 @@
+#include "opprof/report/job.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "opprof/report/terminal.hpp"
+
+namespace opprof {
+namespace {
+
+constexpr std::size_t kUnequalShown = 5;
+
+double share(std::int64_t part, std::int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
+
+// The job's totals over the processes with a timeline.
+struct JobTotals {
+  std::int64_t kernel_time_ns = 0, communication_ns = 0, overlap_ns = 0, exposed_ns = 0;
+  const ProfileProcess* slowest = nullptr;
+  const ProfileProcess* fastest = nullptr;
+};
+
+JobTotals totals(const std::vector<ProfileProcess>& processes) {
+  JobTotals t;
+  for (const ProfileProcess& p : processes) {
+    if (!p.has_summary) continue;
+    const RankFigures& f = p.figures;
+    t.kernel_time_ns += f.kernel_time_ns;
+    t.communication_ns += f.communication_ns;
+    t.overlap_ns += f.overlap_ns;
+    t.exposed_ns += f.exposed_communication_ns;
+    if (!t.slowest || f.kernel_time_ns > t.slowest->figures.kernel_time_ns) t.slowest = &p;
+    if (!t.fastest || f.kernel_time_ns < t.fastest->figures.kernel_time_ns) t.fastest = &p;
+  }
+  return t;
+}
+
+std::string rank_label(const ProfileProcess& p) {
+  return p.rank != kNoRank ? fmt::format("rank {}", p.rank) : fmt::format("pid {}", p.pid);
+}
+
+// Operators by how much their time differs between the processes that have a timeline (the largest minus
+// the smallest time, a process without the operator counting 0).
+struct Unequal {
+  std::string key;
+  std::map<std::int64_t, std::int64_t> time_by_process;
+  std::int64_t spread_ns = 0;
+};
+
+std::vector<Unequal> most_unequal(const ProfileReader& profile, const std::vector<ProfileProcess>& processes) {
+  std::map<std::string, Unequal> by_key;
+  for (const ProfileRankGroup& g : profile.rank_groups("operator")) {
+    Unequal& u = by_key[g.key];
+    u.key = g.key;
+    u.time_by_process[g.process_id] += g.time_ns;
+  }
+  std::vector<Unequal> out;
+  for (auto& [key, u] : by_key) {
+    std::int64_t lo = -1, hi = 0;
+    for (const ProfileProcess& p : processes) {
+      if (!p.has_summary) continue;
+      auto it = u.time_by_process.find(p.id);
+      const std::int64_t t = it == u.time_by_process.end() ? 0 : it->second;
+      lo = lo < 0 ? t : std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    u.spread_ns = hi - std::max<std::int64_t>(lo, 0);
+    out.push_back(std::move(u));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Unequal& a, const Unequal& b) { return a.spread_ns > b.spread_ns; });
+  if (out.size() > kUnequalShown) out.resize(kUnequalShown);
+  return out;
+}
+
+}  // namespace
+
+std::string render_job_section(const ProfileReader& profile) {
+  const std::vector<ProfileProcess> processes = profile.processes();
+  if (processes.empty()) return {};
+  const JobTotals t = totals(processes);
+  std::string out = fmt::format("\nRanks ({} processes)\n", processes.size());
+  out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>10} {:>11} {:>11}  {}\n", "process", "kernels",
+                     "kernel time", "vs mean", "compute", "comm", "overlapped", "exposed", "CPU comm", "status");
+  for (const ProfileProcess& p : processes) {
+    if (!p.has_summary) {
+      out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>10} {:>11} {:>11}  {}: {}\n", rank_label(p), "-",
+                         "-", "-", "-", "-", "-", "-", "-", p.status, p.problem);
+      continue;
+    }
+    const RankFigures& f = p.figures;
+    out += fmt::format("  {:<10} {:>8} {:>11} {:>7.2f} {:>11} {:>11} {:>9.1f}% {:>11} {:>11}  {}{}\n", rank_label(p),
+                       f.kernels, format_duration_ns(f.kernel_time_ns), f.time_vs_mean, format_duration_ns(f.compute_ns),
+                       format_duration_ns(f.communication_ns), 100.0 * share(f.overlap_ns, f.communication_ns),
+                       format_duration_ns(f.exposed_communication_ns), format_duration_ns(f.cpu_communication_ns),
+                       p.status, p.problem.empty() ? "" : ": " + p.problem);
+  }
+  if (t.slowest && t.fastest)
+    out += fmt::format("  imbalance: {} has {:.2f}x the mean kernel time, {} {:.2f}x\n", rank_label(*t.slowest),
+                       t.slowest->figures.time_vs_mean, rank_label(*t.fastest), t.fastest->figures.time_vs_mean);
+  out += fmt::format("  communication: {:.1f}% of kernel time; {:.1f}% of it overlapped by computation, {} exposed\n",
+                     100.0 * share(t.communication_ns, t.kernel_time_ns), 100.0 * share(t.overlap_ns, t.communication_ns),
+                     format_duration_ns(t.exposed_ns));
+  const std::vector<Unequal> unequal = most_unequal(profile, processes);
+  if (!unequal.empty() && unequal.front().spread_ns > 0) {
+    out += "  operators whose time differs most between ranks:\n";
+    for (const Unequal& u : unequal) {
+      if (u.spread_ns == 0) break;
+      std::string per;
+      for (const ProfileProcess& p : processes) {
+        if (!p.has_summary) continue;
+        auto it = u.time_by_process.find(p.id);
+        per += fmt::format("  {} {}", rank_label(p), format_duration_ns(it == u.time_by_process.end() ? 0 : it->second));
+      }
+      out += fmt::format("    {} (spread {}):{}\n", u.key, format_duration_ns(u.spread_ns), per);
+    }
+  }
+  return out;
+}
+
+void write_job_json(JsonWriter& j, const ProfileReader& profile) {
+  const std::vector<ProfileProcess> processes = profile.processes();
+  if (processes.empty()) {
+    j.null();
+    return;
+  }
+  const JobTotals t = totals(processes);
+  j.begin_object();
+  j.key("processes").begin_array();
+  for (const ProfileProcess& p : processes) {
+    j.begin_object();
+    j.key("rank").integer_or_null(p.rank == kNoRank ? -1 : p.rank);
+    j.key("pid").integer(p.pid);
+    j.key("folder").string_or_null(p.folder);
+    j.key("status").string(p.status);
+    j.key("problem").string_or_null(p.problem);
+    if (p.has_summary) {
+      const RankFigures& f = p.figures;
+      j.key("kernels").unsigned_integer(f.kernels);
+      j.key("kernel_time_ns").integer(f.kernel_time_ns);
+      j.key("time_vs_mean").number(f.time_vs_mean);
+      j.key("compute_ns").integer(f.compute_ns);
+      j.key("communication_ns").integer(f.communication_ns);
+      j.key("overlap_ns").integer(f.overlap_ns);
+      j.key("exposed_communication_ns").integer(f.exposed_communication_ns);
+      j.key("cpu_communication_ns").integer(f.cpu_communication_ns);
+      j.key("cpu_overlap_ns").integer(f.cpu_overlap_ns);
+      j.key("busy_ns").integer(f.busy_ns);
+      j.key("span_ns").integer(f.span_ns);
+      j.key("by_phase_ns").begin_object();
+      for (int ph = 0; ph < kPhases; ++ph) j.key(to_string(static_cast<Phase>(ph))).integer(f.by_phase_ns[ph]);
+      j.end_object();
+    }
+    j.end_object();
+  }
+  j.end_array();
+  j.key("kernel_time_ns").integer(t.kernel_time_ns);
+  j.key("communication_share").number(share(t.communication_ns, t.kernel_time_ns));
+  j.key("overlapped_share").number(share(t.overlap_ns, t.communication_ns));
+  j.key("exposed_communication_ns").integer(t.exposed_ns);
+  j.key("max_time_vs_mean").number(t.slowest ? t.slowest->figures.time_vs_mean : 0.0);
+  j.key("min_time_vs_mean").number(t.fastest ? t.fastest->figures.time_vs_mean : 0.0);
+  j.key("most_unequal_operators").begin_array();
+  for (const Unequal& u : most_unequal(profile, processes)) {
+    j.begin_object().key("operator").string(u.key).key("spread_ns").integer(u.spread_ns);
+    j.key("time_ns_by_process").begin_object();
+    for (const auto& [id, ns] : u.time_by_process) j.key(std::to_string(id)).integer(ns);
+    j.end_object().end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+}  // namespace opprof
