@@ -18,7 +18,7 @@ import os
 import sys
 
 
-def build(model_name: str, batch: int, seq: int, device):
+def build(model_name: str, batch: int, seq: int, device, layers: int = 12):
     import torch
 
     torch.manual_seed(0)
@@ -26,7 +26,7 @@ def build(model_name: str, batch: int, seq: int, device):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        config = GPT2Config()
+        config = GPT2Config(n_layer=layers)
         config.use_cache = False
         model = GPT2LMHeadModel(config)
         ids = torch.randint(0, config.vocab_size, (batch, seq), device=device)
@@ -47,6 +47,7 @@ def main() -> int:
     parser.add_argument("--model", choices=("gpt2", "tiny"), default="gpt2")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="gloo")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--layers", type=int, default=12, help="gpt2: transformer blocks (GPT-2 small has 12)")
     parser.add_argument("--batch", type=int, default=2, help="per rank")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--steps", type=int, default=2, help="warm-up steps before the measured one")
@@ -71,7 +72,7 @@ def main() -> int:
         dist.destroy_process_group()
         return 0 if ok else 1
 
-    model, inputs = build(args.model, args.batch, args.seq, device)
+    model, inputs = build(args.model, args.batch, args.seq, device, args.layers)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
     optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
 

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Issue 19 on one H200: a 2-process data-parallel training step of GPT-2 small (examples/train_ddp.py, DDP,
-# two ranks on the one GPU) profiled end to end by `opprof profile -- torchrun ...` (tracer pass A in every
-# rank, ncu over all processes in pass B, one profile for the job). Run from the repository root:
+# AdamW, two ranks on the one GPU) profiled end to end by `opprof profile -- torchrun ...`: the tracer in
+# every rank (pass A), ncu over all processes (pass B), one profile for the job. Run from the repository root:
 #
 #   OUT=/some/dir scripts/gpu/multiproc.sh
 #
-# Steps: build opprof (tests off) into build-gpu/; ask NCCL whether it takes two ranks on one device
-# (NCCL_NVLS_ENABLE=0; it is expected to refuse: "Duplicate GPU detected"), else use gloo; profile with a
-# quick metric set (6 metrics of data/metrics_default.tsv), --clock-control none, clocks not locked.
-# Under NCCL pass B runs without ncu (--skip-ncu): ncu's kernel replay serializes the ranks, and a replayed
-# all-reduce waits for a peer that cannot run. Everything goes to $OUT/multiproc.tgz (the job's capture
-# folder trimmed to what the engine reads, profile.db, reports, logs) and $OUT/summary.txt (the figures).
+# 1. build opprof (tests off) into build-gpu/ as scripts/capture_field_fixtures.sh does;
+# 2. ask NCCL whether it takes two ranks on one device (NCCL_NVLS_ENABLE=0; it is expected to refuse:
+#    "Duplicate GPU detected"), else use gloo;
+# 3. job "gpt2": GPT-2 small (12 layers), timeline only (--skip-ncu): per-rank figures, communication, overlap;
+# 4. job "gpt2_l2": the same with 2 of the 12 blocks, with ncu (6 metrics of data/metrics_default.tsv), to
+#    check ncu over both ranks' processes and the per-process match within the time budget (a 12-layer
+#    training step is ~1000 kernels per rank; replaying 2000 kernels takes longer than this run may).
+#    Under NCCL this job also runs with --skip-ncu: ncu's kernel replay serializes the ranks, and a
+#    replayed all-reduce waits for a peer that cannot run.
+# --clock-control none, clocks not locked. $OUT/summary.txt has the figures; $OUT/multiproc.tgz the capture
+# folders trimmed to what the engine reads, the profiles, reports and logs.
 set -uo pipefail
 OUT=${OUT:-$PWD/multiproc-out}
 PYTHON=${PYTHON:-python3}
@@ -30,7 +35,7 @@ t0=$SECONDS
 cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
   -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/logs/build.log" 2>&1 &&
   cmake --build "$REPO/build-gpu" -j 16 >>"$W/logs/build.log" 2>&1 || { say "build failed"; tail -30 "$W/logs/build.log" >&2; exit 1; }
-say "built in $((SECONDS - t0)) s; $(ls "$REPO"/build-gpu/agents/*/lib*.so 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+say "built in $((SECONDS - t0)) s: $(cd "$REPO/build-gpu" && find agents -name '*.so' | tr '\n' ' ')"
 OPPROF=$REPO/build-gpu/opprof
 TORCHRUN=("$PYTHON" -m torch.distributed.run --nproc-per-node 2 --standalone)
 
@@ -39,49 +44,65 @@ BACKEND=gloo
 if timeout 90 "${TORCHRUN[@]}" examples/train_ddp.py --check --backend nccl >"$W/logs/nccl_check.log" 2>&1; then
   BACKEND=nccl
 fi
-say "backend: $BACKEND (nccl check: $(grep -m1 -oE 'Duplicate GPU[^.]*|all_reduce ok|Error[^.]*' "$W/logs/nccl_check.log" || echo 'see logs/nccl_check.log'))"
+say "backend: $BACKEND (nccl: $(grep -m1 -oE 'Duplicate GPU[^.]*|all_reduce ok|ncclInvalidUsage[^.]*|Error[^.]*' "$W/logs/nccl_check.log" || echo 'see logs/nccl_check.log'))"
 
 { grep '^#' "$REPO/data/metrics_default.tsv" | head -3; grep -v '^#' "$REPO/data/metrics_default.tsv" | head -6; } >"$W/quick_metrics.tsv"
-NCU_ARGS=(--metrics "$W/quick_metrics.tsv")
-[[ $BACKEND == nccl ]] && NCU_ARGS=(--skip-ncu)
-say "profile: opprof profile ${NCU_ARGS[*]} -- torchrun --nproc-per-node 2 examples/train_ddp.py --model gpt2 --backend $BACKEND"
-t0=$SECONDS
-timeout 400 "$OPPROF" profile --clock-control none "${NCU_ARGS[@]}" -o "$W/job" -- \
-  "${TORCHRUN[@]}" examples/train_ddp.py --model gpt2 --backend "$BACKEND" --batch 2 --seq 128 --steps 2 \
-  >"$W/logs/profile.stdout" 2>"$W/logs/profile.stderr"
-say "opprof profile: rc $?, $((SECONDS - t0)) s"
-tail -40 "$W/logs/profile.stderr" >&2
 
-if [[ -f "$W/job/profile.db" ]]; then
-  "$OPPROF" report --json "$W/job/profile.db" >"$W/job/report.json" 2>>"$W/logs/report.log"
-  # The same job attributed again from the kept capture folders: what the golden test does on the fixture.
-  "$OPPROF" attribute --job "$W/job" $([[ -f "$W/job/ncu.csv" ]] && echo --ncu "$W/job/ncu.csv") \
-    -o "$W/job/reattributed.db" -q >>"$W/logs/report.log" 2>&1
-  say "reattributed from the folders: rc $?"
+profile_job() {  # profile_job NAME TIMEOUT OPPROF-OPTIONS... -- TRAIN-OPTIONS...
+  local name=$1 limit=$2 opts=() t0=$SECONDS
+  shift 2
+  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  say "$name: opprof profile ${opts[*]} -- torchrun --nproc-per-node 2 examples/train_ddp.py $*"
+  timeout "$limit" "$OPPROF" profile --clock-control none "${opts[@]}" -o "$W/$name" -- \
+    "${TORCHRUN[@]}" examples/train_ddp.py --model gpt2 --backend "$BACKEND" --batch 2 --seq 128 --steps 2 "$@" \
+    >"$W/logs/$name.stdout" 2>"$W/logs/$name.stderr"
+  say "$name: rc $?, $((SECONDS - t0)) s"
+  tail -25 "$W/logs/$name.stderr" >&2
+  if [[ -f "$W/$name/profile.db" ]]; then
+    # The job attributed again from its capture folders, as the golden test does with the fixture.
+    local ncu=()
+    [[ -f "$W/$name/ncu.csv" ]] && ncu=(--ncu "$W/$name/ncu.csv")
+    "$OPPROF" attribute --job "$W/$name" "${ncu[@]}" -o "$W/$name/reattributed.db" -q >>"$W/logs/$name.reattribute" 2>&1
+    say "$name: attribute --job from the folders: rc $?"
+  fi
+  rm -rf "$W/$name"/rank*/cache "$W/$name"/rank*/inductor* "$W/$name/ncu.ncu-rep"
+  [[ -f "$W/$name/ncu.csv" ]] && gzip -9 -n -f "$W/$name/ncu.csv"
+}
+
+profile_job gpt2 200 --skip-ncu -- --layers 12
+if [[ $BACKEND == nccl ]]; then
+  profile_job gpt2_l2 200 --skip-ncu -- --layers 2
+else
+  profile_job gpt2_l2 260 --metrics "$W/quick_metrics.tsv" -- --layers 2
 fi
-rm -rf "$W/job"/rank*/cache "$W/job"/rank*/inductor_counters "$W/job/ncu.ncu-rep"
-[[ -f "$W/job/ncu.csv" ]] && gzip -9 -n -f "$W/job/ncu.csv"
 
 "$PYTHON" - "$W" "$BACKEND" >"$W/summary.txt" 2>>"$W/logs/steps.txt" <<'PY'
-import json, sys, os
+import json, os, sys
 w, backend = sys.argv[1], sys.argv[2]
 print(f"backend: {backend}")
 print(open(os.path.join(w, "logs", "steps.txt")).read())
-path = os.path.join(w, "job", "report.json")
-if not os.path.exists(path):
-    print("no report.json"); sys.exit(0)
-r = json.load(open(path))
-print(f"kernel time {r['kernel_time_ns']} ns, {r['kernels']} kernels, attributed {r['attributed_pct']:.1f} %, "
-      f"module {r['module_attributed_pct']:.1f} %")
-print("by phase %:", {k: round(v, 1) for k, v in r["by_phase"].items()})
-print("ncu:", {k: r["ncu"][k] for k in ("available", "rows", "matched", "unmatched_rows", "unmatched_kernels")})
-job = r.get("job") or {}
-for p in job.get("processes", []):
+for name in ("gpt2", "gpt2_l2"):
+    path = os.path.join(w, name, "report.json")
+    print(f"== {name}")
+    if not os.path.exists(path):
+        print("no report.json")
+        continue
+    r = json.load(open(path))
+    print(f"kernel time {r['kernel_time_ns']} ns, {r['kernels']} kernels, attributed {r['attributed_pct']:.1f} %, "
+          f"module {r['module_attributed_pct']:.1f} %")
+    print("by phase %:", {k: round(v, 1) for k, v in r["by_phase"].items()})
+    print("ncu:", {k: r["ncu"][k] for k in ("available", "rows", "matched", "unmatched_rows", "unmatched_kernels")})
+    job = r.get("job") or {}
     keys = ("rank", "pid", "status", "problem", "kernels", "kernel_time_ns", "time_vs_mean", "compute_ns",
             "communication_ns", "overlap_ns", "exposed_communication_ns", "cpu_communication_ns", "cpu_overlap_ns")
-    print("process:", {k: p.get(k) for k in keys})
-for k in ("communication_share", "overlapped_share", "exposed_communication_ns", "max_time_vs_mean", "min_time_vs_mean"):
-    print(f"{k}: {job.get(k)}")
-print("warnings:", r.get("warnings"))
+    for p in job.get("processes", []):
+        print("process:", {k: p.get(k) for k in keys})
+    for k in ("communication_share", "overlapped_share", "exposed_communication_ns", "max_time_vs_mean",
+              "min_time_vs_mean", "most_unequal_operators"):
+        print(f"{k}: {job.get(k)}")
+    print("warnings:", r.get("warnings"))
+    print("sizes:", {os.path.relpath(os.path.join(d, f), w): os.path.getsize(os.path.join(d, f))
+                     for d, _, fs in os.walk(os.path.join(w, name)) for f in fs if "trace" in f or "ncu" in f})
 PY
 say "done"
