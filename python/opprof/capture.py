@@ -21,7 +21,11 @@ the kernels pass A compiled and kernel names agree. Pass A clears that cache fir
 Inductor writes no output_code.py or provenance JSON, which the engine needs.
 
 Writes CAP/capture.json (pass A) or CAP/capture_counters.json (pass B): versions, device, command,
-window, wall times, SM clock, error. Exit status: 0 ok, 1 the workload failed (what was captured is
+window, wall times, SM clock, error, and the process (pid, rank, world size).
+
+In a multi-process job (OPPROF_TRACE_PER_PROCESS=1: `opprof profile -- torchrun ...` runs this module in
+every rank, `torchrun ... -m opprof.capture ... -- train.py`) CAP is the job's directory and each process
+writes into CAP/rank<R>/ (RANK, else LOCAL_RANK), else CAP/pid<P>/, the folder its tracer log goes to. Exit status: 0 ok, 1 the workload failed (what was captured is
 kept), 2 bad usage or environment, 3 the capture window never opened.
 """
 

@@ -183,12 +183,10 @@ TEST(Launcher, TorchrunPlanRunsTheCaptureRunnerInEveryProcess) {
 }
 
 TEST(Communication, NamesCollectivesOfRangesAndKernels) {
-  EXPECT_EQ(collective_of_range("c10d::allreduce_"), "allreduce");
-  EXPECT_EQ(collective_of_range("c10d::_allgather_base_"), "allgather_base");
-  EXPECT_EQ(collective_of_range("gloo:all_reduce"), "all_reduce");
-  EXPECT_EQ(collective_of_range("nccl:broadcast"), "broadcast");
-  EXPECT_EQ(collective_of_range("record_param_comms"), "record_param_comms");
-  EXPECT_EQ(collective_of_range("aten::mm"), "");
+  const std::pair<const char*, const char*> ranges[] = {
+      {"c10d::allreduce_", "allreduce"}, {"c10d::_allgather_base_", "allgather_base"}, {"gloo:all_reduce", "all_reduce"},
+      {"nccl:broadcast", "broadcast"},   {"record_param_comms", "record_param_comms"}, {"aten::mm", ""}};
+  for (const auto& [text, collective] : ranges) EXPECT_EQ(collective_of_range(text), collective) << text;
   EXPECT_TRUE(is_communication_range("c10d::barrier"));
   EXPECT_FALSE(is_communication_range("aten::add_"));
   EXPECT_EQ(collective_of_kernel("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"),

@@ -2,18 +2,13 @@
 
 #include <fmt/format.h>
 
-// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <simdjson.h>
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
 
 #include "contract/opprof_contract.h"
+#include "opprof/util/simdjson_dom.hpp"
 #include "opprof/util/text.hpp"
 
 namespace fs = std::filesystem;

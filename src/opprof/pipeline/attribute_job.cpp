@@ -79,9 +79,20 @@ void append(std::vector<T>& out, const std::vector<T>& in) {
   out.insert(out.end(), in.begin(), in.end());
 }
 
-void append_ids(std::vector<StrId>& out, const std::vector<StrId>& in, const std::vector<StrId>& remap) {
-  out.reserve(out.size() + in.size());
-  for (StrId id : in) out.push_back(remap[id]);
+// Appends every named column of in to out's.
+template <typename Table, typename... Columns>
+void append_columns(Table& out, const Table& in, Columns... columns) {
+  (append(out.*columns, in.*columns), ...);
+}
+
+// Appends every named column of interned strings, in's ids turned into out's.
+template <typename Table, typename... Columns>
+void append_string_columns(Table& out, const Table& in, const std::vector<StrId>& remap, Columns... columns) {
+  auto one = [&](std::vector<StrId>& to, const std::vector<StrId>& from) {
+    to.reserve(to.size() + from.size());
+    for (StrId id : from) to.push_back(remap[id]);
+  };
+  (one(out.*columns, in.*columns), ...);
 }
 
 // Appends in's rows to out; returns in's string ids in out's table.
@@ -89,50 +100,19 @@ std::vector<StrId> append_timeline(Timeline& out, const Timeline& in) {
   std::vector<StrId> remap(in.strings.size());
   for (std::size_t id = 0; id < remap.size(); ++id) remap[id] = out.strings.intern(in.strings.view(static_cast<StrId>(id)));
   const auto range_offset = static_cast<std::uint32_t>(out.ranges.size());
-  KernelTable& k = out.kernels;
-  const KernelTable& ik = in.kernels;
-  append(k.kind, ik.kind);
-  append_ids(k.name, ik.name, remap);
-  append_ids(k.mangled, ik.mangled, remap);
-  append(k.pid, ik.pid);
-  append(k.device, ik.device);
-  append(k.context, ik.context);
-  append(k.stream, ik.stream);
-  append(k.start_ns, ik.start_ns);
-  append(k.end_ns, ik.end_ns);
-  append(k.grid, ik.grid);
-  append(k.block, ik.block);
-  append(k.correlation, ik.correlation);
-  append(k.external_id, ik.external_id);
-  append(k.graph_id, ik.graph_id);
-  append(k.graph_node, ik.graph_node);
-  append(k.registers_per_thread, ik.registers_per_thread);
-  append(k.shared_mem_bytes, ik.shared_mem_bytes);
-  append(k.bytes, ik.bytes);
-  LaunchTable& l = out.launches;
-  const LaunchTable& il = in.launches;
-  append_ids(l.api, il.api, remap);
-  append(l.pid, il.pid);
-  append(l.tid, il.tid);
-  append(l.cpu_start_ns, il.cpu_start_ns);
-  append(l.cpu_end_ns, il.cpu_end_ns);
-  append(l.correlation, il.correlation);
-  append(l.external_id, il.external_id);
-  RangeTable& r = out.ranges;
-  const RangeTable& ir = in.ranges;
-  append(r.kind, ir.kind);
-  append(r.scope, ir.scope);
-  append_ids(r.text, ir.text, remap);
-  append_ids(r.domain, ir.domain, remap);
-  append(r.pid, ir.pid);
-  append(r.owner, ir.owner);
-  append(r.device, ir.device);
-  append(r.start_ns, ir.start_ns);
-  append(r.end_ns, ir.end_ns);
-  append(r.external_id, ir.external_id);
-  append(r.depth, ir.depth);
-  append(r.sequence_nr, ir.sequence_nr);
-  append(r.forward_thread, ir.forward_thread);
+  using K = KernelTable;
+  append_columns(out.kernels, in.kernels, &K::kind, &K::pid, &K::device, &K::context, &K::stream, &K::start_ns, &K::end_ns,
+                 &K::grid, &K::block, &K::correlation, &K::external_id, &K::graph_id, &K::graph_node,
+                 &K::registers_per_thread, &K::shared_mem_bytes, &K::bytes);
+  append_string_columns(out.kernels, in.kernels, remap, &K::name, &K::mangled);
+  using L = LaunchTable;
+  append_columns(out.launches, in.launches, &L::pid, &L::tid, &L::cpu_start_ns, &L::cpu_end_ns, &L::correlation,
+                 &L::external_id);
+  append_string_columns(out.launches, in.launches, remap, &L::api);
+  using R = RangeTable;
+  append_columns(out.ranges, in.ranges, &R::kind, &R::scope, &R::pid, &R::owner, &R::device, &R::start_ns, &R::end_ns,
+                 &R::external_id, &R::depth, &R::sequence_nr, &R::forward_thread);
+  append_string_columns(out.ranges, in.ranges, remap, &R::text, &R::domain);
   for (const AutogradLink& a : in.autograd_links)
     out.autograd_links.push_back({a.forward_range + range_offset, a.backward_range + range_offset});
   return remap;
@@ -140,23 +120,11 @@ std::vector<StrId> append_timeline(Timeline& out, const Timeline& in) {
 
 void append_attribution(AttributionTable& a, const AttributionTable& in, const std::vector<StrId>& remap,
                         std::uint32_t range_offset) {
-  append(a.path, in.path);
-  append(a.confidence, in.confidence);
+  using A = AttributionTable;
+  append_columns(a, in, &A::path, &A::confidence, &A::module_source, &A::opaque, &A::phase);
   for (std::uint32_t r : in.op_range) a.op_range.push_back(r == kNoIndex ? kNoIndex : r + range_offset);
-  append_ids(a.op, in.op, remap);
-  append_ids(a.top_op, in.top_op, remap);
-  append_ids(a.module, in.module, remap);
-  append(a.module_source, in.module_source);
-  append_ids(a.fused_ops, in.fused_ops, remap);
-  append_ids(a.fx_nodes, in.fx_nodes, remap);
-  append_ids(a.provenance_handle, in.provenance_handle, remap);
-  append_ids(a.source_line, in.source_line, remap);
-  append_ids(a.family, in.family, remap);
-  append_ids(a.reason, in.reason, remap);
-  append(a.opaque, in.opaque);
-  append_ids(a.opaque_backend, in.opaque_backend, remap);
-  append(a.phase, in.phase);
-  append_ids(a.forward_op, in.forward_op, remap);
+  append_string_columns(a, in, remap, &A::op, &A::top_op, &A::module, &A::fused_ops, &A::fx_nodes, &A::provenance_handle,
+                        &A::source_line, &A::family, &A::reason, &A::opaque_backend, &A::forward_op);
 }
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();

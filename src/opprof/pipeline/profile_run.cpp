@@ -2,12 +2,6 @@
 
 #include <fmt/format.h>
 
-// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <simdjson.h>
-#pragma GCC diagnostic pop
-
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -22,6 +16,7 @@
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/util/error.hpp"
+#include "opprof/util/simdjson_dom.hpp"
 
 namespace fs = std::filesystem;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "opprof/report/terminal.hpp"
 
@@ -11,6 +12,19 @@ namespace opprof {
 namespace {
 
 constexpr std::size_t kUnequalShown = 5;
+
+// A process's times in the JSON report, in this order.
+constexpr std::pair<const char*, std::int64_t RankFigures::*> kFigureTimes[] = {
+    {"kernel_time_ns", &RankFigures::kernel_time_ns},
+    {"compute_ns", &RankFigures::compute_ns},
+    {"communication_ns", &RankFigures::communication_ns},
+    {"overlap_ns", &RankFigures::overlap_ns},
+    {"exposed_communication_ns", &RankFigures::exposed_communication_ns},
+    {"cpu_communication_ns", &RankFigures::cpu_communication_ns},
+    {"cpu_overlap_ns", &RankFigures::cpu_overlap_ns},
+    {"busy_ns", &RankFigures::busy_ns},
+    {"span_ns", &RankFigures::span_ns},
+};
 
 double share(std::int64_t part, std::int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
@@ -137,16 +151,8 @@ void write_job_json(JsonWriter& j, const ProfileReader& profile) {
     if (p.has_summary) {
       const RankFigures& f = p.figures;
       j.key("kernels").unsigned_integer(f.kernels);
-      j.key("kernel_time_ns").integer(f.kernel_time_ns);
       j.key("time_vs_mean").number(f.time_vs_mean);
-      j.key("compute_ns").integer(f.compute_ns);
-      j.key("communication_ns").integer(f.communication_ns);
-      j.key("overlap_ns").integer(f.overlap_ns);
-      j.key("exposed_communication_ns").integer(f.exposed_communication_ns);
-      j.key("cpu_communication_ns").integer(f.cpu_communication_ns);
-      j.key("cpu_overlap_ns").integer(f.cpu_overlap_ns);
-      j.key("busy_ns").integer(f.busy_ns);
-      j.key("span_ns").integer(f.span_ns);
+      for (const auto& [key, member] : kFigureTimes) j.key(key).integer(f.*member);
       j.key("by_phase_ns").begin_object();
       for (int ph = 0; ph < kPhases; ++ph) j.key(to_string(static_cast<Phase>(ph))).integer(f.by_phase_ns[ph]);
       j.end_object();
