@@ -163,10 +163,10 @@ TEST(GoldenTrain, NoLayerTakesTheBackwardKernelsOfAllLayers) {
 }
 
 // The same steps under opprof's own tracer (`opprof profile --backend tracer`, the default where the tracer is
-// built): the torch observer records each operator's autograd link in its NVTX payload. GPT-2 reaches 95 %;
-// BERT under autocast reaches 87.0 % (measured at capture, train/README.md): some of its backward kernels get
-// no module through the tracer's links, where torch.profiler's give them one. The floor below is that figure,
-// so the test fails if it drops, and is raised to 95 when the gap is closed.
+// built): the torch observer records each operator's autograd link in its NVTX payload. GPT-2 reaches 95 %,
+// BERT under autocast 99 %: its validate_outputs casts and sum_to, and gradient accumulation, launch inside
+// the engine's unnumbered `evaluate_function` range but outside the numbered node range within it, and are
+// linked through that inner range (87.0 % before, train/README.md).
 TEST(GoldenTrain, UnderTheTracerKernelTimeInAModuleOrTheOptimizerStep) {
   struct TracerCase {
     const char* name;
@@ -174,7 +174,7 @@ TEST(GoldenTrain, UnderTheTracerKernelTimeInAModuleOrTheOptimizerStep) {
     double min_module_pct;
   };
   for (const TracerCase& tc : {TracerCase{"gpt2_eager", false, 95.0}, TracerCase{"gpt2_compiled", true, 95.0},
-                               TracerCase{"bert_amp", false, 86.5}}) {
+                               TracerCase{"bert_amp", false, 95.0}}) {
     SCOPED_TRACE(tc.name);
     const std::string dir = kFixtures + "/train/" + tc.name + "/tracer";
     Timeline tl = read_timeline(dir + "/trace.opprof");

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "opprof/attribute/communication.hpp"
 #include "opprof/util/text.hpp"
@@ -54,6 +56,11 @@ class AutogradLinker {
       auto [t, first] = forward_threads_.try_emplace(r.pid[i], r.owner[i]);
       if (!first && t->second != r.owner[i]) t->second = kSeveral;
     }
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (r.scope[i] == RangeScope::kThread && r.sequence_nr[i] != kNoSequenceNr && r.forward_thread[i] != 0)
+        numbered_nodes_[ThreadKey{r.pid[i], r.owner[i]}].push_back(static_cast<std::uint32_t>(i));
+    for (auto& [key, ids] : numbered_nodes_)
+      std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) { return r.start_ns[a] < r.start_ns[b]; });
     for (const AutogradLink& link : tl.autograd_links) {
       linked_.emplace(link.backward_range, link.forward_range);
       const std::uint32_t b = link.backward_range, f = link.forward_range;
@@ -65,7 +72,13 @@ class AutogradLinker {
   std::uint32_t forward_of(std::uint32_t b) const {
     if (auto it = linked_.find(b); it != linked_.end()) return it->second;
     const RangeTable& r = tl_.ranges;
-    if (r.sequence_nr[b] == kNoSequenceNr) return kNoIndex;
+    if (r.sequence_nr[b] == kNoSequenceNr) {
+      // The engine's `evaluate_function: X` range carries no number in opprof's tracer; the node's own range
+      // inside it does. Work the engine does around the node (validate_outputs' sum_to and dtype casts, the
+      // input buffer's gradient accumulation) launches inside the first range only.
+      const std::uint32_t inner = numbered_node_inside(b);
+      return inner == kNoIndex ? kNoIndex : forward_of(inner);
+    }
     // Sequence numbers count per thread: the forward thread is the one the flows showed for this
     // RecordFunction thread id, else the only thread of the process that ran numbered forward operators.
     std::uint64_t thread = kSeveral;
@@ -80,8 +93,33 @@ class AutogradLinker {
   }
 
  private:
+  // The first numbered backward-node range that starts inside range b on b's thread and ends inside it.
+  std::uint32_t numbered_node_inside(std::uint32_t b) const {
+    const RangeTable& r = tl_.ranges;
+    auto it = numbered_nodes_.find(ThreadKey{r.pid[b], r.owner[b]});
+    if (it == numbered_nodes_.end()) return kNoIndex;
+    const std::vector<std::uint32_t>& ids = it->second;
+    auto first = std::lower_bound(ids.begin(), ids.end(), r.start_ns[b],
+                                  [&](std::uint32_t id, std::int64_t t) { return r.start_ns[id] < t; });
+    if (first == ids.end() || *first == b || r.start_ns[*first] > r.end_ns[b] || r.end_ns[*first] > r.end_ns[b])
+      return kNoIndex;
+    return *first;
+  }
+
+  struct ThreadKey {
+    std::uint32_t pid;
+    std::uint64_t owner;
+    bool operator==(const ThreadKey&) const = default;
+  };
+  struct ThreadKeyHash {
+    std::size_t operator()(const ThreadKey& k) const noexcept {
+      return std::hash<std::uint64_t>{}((std::uint64_t{k.pid} * 0x9E3779B97F4A7C15ull) ^ k.owner);
+    }
+  };
+
   static constexpr std::uint64_t kSeveral = ~std::uint64_t{0};
   const Timeline& tl_;
+  std::unordered_map<ThreadKey, std::vector<std::uint32_t>, ThreadKeyHash> numbered_nodes_;  // by start
   std::unordered_map<SeqKey, std::uint32_t, SeqKeyHash> forward_;
   std::unordered_map<std::uint32_t, std::uint64_t> forward_threads_;  // pid -> its forward thread, or kSeveral
   std::unordered_map<SeqKey, std::uint64_t, SeqKeyHash> os_thread_;    // (pid, RecordFunction id) -> OS tid
