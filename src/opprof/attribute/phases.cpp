@@ -165,23 +165,14 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
     if (!th) continue;
     const std::int64_t t = l.cpu_start_ns[li];
 
-    // A collective's own work (gloo's copies between the device and the host it reduces on).
-    bool collective = false;
-    auto in_collective = [&](const IntervalIndex::Interval& iv) {
-      collective = collective || is_communication_range(tl.str(r.text[iv.id]));
-    };
-    th->ops.for_each_containing(t, t, in_collective);
-    th->annotations.for_each_containing(t, t, in_collective);
-    if (collective) {
-      a.phase[i] = Phase::kCommunication;
-      ++communication;
-      continue;
-    }
-
-    // The optimizer step.
+    // The optimizer step, and a collective's own work (gloo's copies between the device and the host it
+    // reduces on).
     StrId step = kNoString;
+    bool collective = false;
     th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      if (step == kNoString && !optimizer_class(tl.str(r.text[iv.id])).empty()) step = r.text[iv.id];
+      std::string_view text = tl.str(r.text[iv.id]);
+      if (step == kNoString && !optimizer_class(text).empty()) step = r.text[iv.id];
+      collective = collective || is_communication_range(text);
     });
     const IntervalIndex::Interval* node = nullptr;
     bool optimizer_op = false;
@@ -191,7 +182,13 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
                                                 (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
         node = &iv;
       optimizer_op = optimizer_op || is_optimizer_operator(text);
+      collective = collective || is_communication_range(text);
     });
+    if (collective) {
+      a.phase[i] = Phase::kCommunication;
+      ++communication;
+      continue;
+    }
     if (step != kNoString || (optimizer_op && !node)) {
       a.phase[i] = Phase::kOptimizer;
       ++optimizer_kernels;
