@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <array>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "opprof/attribute/communication.hpp"
 #include "opprof/job/figures.hpp"
 #include "opprof/pipeline/attribute_job.hpp"
+#include "opprof/pipeline/profile_run.hpp"
 #include "opprof/pipeline/capture_plan.hpp"
 #include "opprof/pipeline/launcher.hpp"
 #include "opprof/report/json.hpp"
@@ -157,6 +160,7 @@ TEST(Launcher, TorchrunPlanRunsTheCaptureRunnerInEveryProcess) {
   r.output = "out";
   CaptureEnvironment env;
   env.gpu_probe.started = true;
+  env.gpu_probe.exit_code = 0;
   env.gpu_name = "NVIDIA H200";
   env.ncu = "/usr/local/cuda/bin/ncu";
   env.tracer.path = "/opt/lib/libopprof_tracer.so";
@@ -172,9 +176,9 @@ TEST(Launcher, TorchrunPlanRunsTheCaptureRunnerInEveryProcess) {
   EXPECT_EQ(plan.timeline.env.at("OPPROF_TRACE_FILE"), "/home/u/out/trace.opprof");
   const CapturePass b = counters_pass(plan, env, {"gpu__time_duration.sum"}, false);
   EXPECT_EQ(b.env.at("OPPROF_TRACE_PER_PROCESS"), "1");
-  const Args tail(b.argv.end() - 13, b.argv.end());
+  const Args tail(b.argv.end() - 14, b.argv.end());
   EXPECT_EQ(tail, (Args{"-m", "opprof.capture", "--pass", "counters", "--out", "/home/u/out", "--warmup", "3", "--iters",
-                        "1", "--", "train.py", "--steps"}));
+                        "1", "--", "train.py", "--steps", "1"}));
   // A plain script keeps one process and one capture.
   r.command = {"python", "train.py"};
   EXPECT_FALSE(build_capture_plan(r, env).per_process);
@@ -282,4 +286,57 @@ TEST(Job, AProfileWithoutProcessFoldersIsAnInputError) {
   JobRequest request;
   request.dir = dir.path().string();
   EXPECT_THROW(attribute_job(request), InputError);
+}
+
+TEST(Job, ProfileUnderTorchrunAttributesEveryRank) {
+  // Stand-ins, since CI has no GPU: "python3" answers the GPU probe; "torchrun", as pass A, writes each
+  // rank's capture folder (and records how it was called); "ncu" writes pass B's records of both ranks,
+  // prints one progress line per kernel and exports the job's CSV.
+  TempDir dir;
+  const std::filesystem::path src = dir.path() / "src";
+  write_job(src);
+  std::filesystem::remove_all(src / "pid300");
+  write(dir.path() / "train.py", "");
+  write(dir.path() / "python3", "#!/bin/sh\necho 'NVIDIA H200'\n");
+  write(dir.path() / "torchrun",
+        "#!/bin/sh\n"
+        "echo \"$@\" > " + dir.file("torchrun_args") + "\n"
+        "echo \"$OPPROF_TRACE_PER_PROCESS\" > " + dir.file("torchrun_env") + "\n"
+        "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+        "if [ \"$pass\" = timeline ]; then for r in 0 1; do mkdir -p $out/rank$r; cp " + src.string() +
+            "/rank$r/trace.json " + src.string() + "/rank$r/capture.json $out/rank$r/; done; fi\n");
+  write(dir.path() / "ncu",
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --import ]; then cat " + src.string() + "/ncu.csv; exit 0; fi\n"
+        "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+        "for r in 0 1; do cp " + src.string() + "/rank$r/capture_counters.json $(dirname $out)/rank$r/; done\n"
+        "i=0; while [ $i -lt 5 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 1 passes\"; i=$((i+1)); done\n"
+        "touch $out.ncu-rep\n");
+  for (const char* f : {"python3", "torchrun", "ncu"})
+    std::filesystem::permissions(dir.path() / f, std::filesystem::perms::owner_all);
+
+  const std::string cmd = "cd " + dir.path().string() + " && " + OPPROF_CLI_PATH + " profile --backend torch --python " +
+                          dir.file("python3") + " --ncu " + dir.file("ncu") + " -o out -- " + dir.file("torchrun") +
+                          " --nproc-per-node 2 train.py --steps 1 2>&1";
+  std::string output;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 4096> buf{};
+  for (std::size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) output.append(buf.data(), n);
+  ASSERT_EQ(pclose(p), 0) << output;
+
+  EXPECT_NE(opprof::testing::slurp(dir.file("torchrun_args")).find("--nproc-per-node 2 -m opprof.capture --pass timeline"),
+            std::string::npos);
+  EXPECT_EQ(opprof::testing::slurp(dir.file("torchrun_env")), "1\n");
+  EXPECT_NE(output.find("launcher: torchrun"), std::string::npos) << output;
+  EXPECT_NE(output.find("Ranks (3 processes)"), std::string::npos) << output;  // rank 2 of the world of 3 is missing
+  ProfileReader reader(dir.file("out/profile.db"));
+  const std::vector<ProfileProcess> procs = reader.processes();
+  ASSERT_EQ(procs.size(), 3u);
+  EXPECT_EQ(procs[1].rank, 1);
+  EXPECT_TRUE(procs[1].has_summary);
+  EXPECT_EQ(procs[1].figures.communication_ns, 24'000);
+  EXPECT_EQ(procs[2].status, "missing");
+  EXPECT_EQ(reader.coverage().ncu_matched, 4u);
+  EXPECT_EQ(query_int(reader.handle(), "SELECT COUNT(*) FROM ncu_rows WHERE rank = 1"), 2);
 }
