@@ -9,7 +9,8 @@
 # 2. ask NCCL whether it takes two ranks on one device (NCCL_NVLS_ENABLE=0; it is expected to refuse:
 #    "Duplicate GPU detected"), else use gloo;
 # 3. job "gpt2": GPT-2 small (12 layers), timeline only (--skip-ncu): per-rank figures, communication, overlap;
-# 4. job "gpt2_l2": the same with 2 of the 12 blocks, with ncu (6 metrics of data/metrics_default.tsv), to
+# 4. job "gpt2_l2": the same with 2 of the 12 blocks, with ncu (the first 2 metrics of data/metrics_default.tsv:
+#    the first run's 6 needed 11 replay passes per kernel and ran out of time at 306 of 414 kernels), to
 #    check ncu over both ranks' processes and the per-process match within the time budget (a 12-layer
 #    training step is ~1000 kernels per rank; replaying 2000 kernels takes longer than this run may).
 #    Under NCCL this job also runs with --skip-ncu: ncu's kernel replay serializes the ranks, and a
@@ -46,7 +47,7 @@ if timeout 90 "${TORCHRUN[@]}" examples/train_ddp.py --check --backend nccl >"$W
 fi
 say "backend: $BACKEND (nccl: $(grep -m1 -oE 'Duplicate GPU[^.]*|all_reduce ok|ncclInvalidUsage[^.]*|Error[^.]*' "$W/logs/nccl_check.log" || echo 'see logs/nccl_check.log'))"
 
-{ grep '^#' "$REPO/data/metrics_default.tsv" | head -3; grep -v '^#' "$REPO/data/metrics_default.tsv" | head -6; } >"$W/quick_metrics.tsv"
+{ grep '^#' "$REPO/data/metrics_default.tsv" | head -3; grep -v '^#' "$REPO/data/metrics_default.tsv" | head -2; } >"$W/quick_metrics.tsv"
 
 profile_job() {  # profile_job NAME TIMEOUT OPPROF-OPTIONS... -- TRAIN-OPTIONS...
   local name=$1 limit=$2 opts=() t0=$SECONDS
@@ -66,7 +67,8 @@ profile_job() {  # profile_job NAME TIMEOUT OPPROF-OPTIONS... -- TRAIN-OPTIONS..
     "$OPPROF" attribute --job "$W/$name" "${ncu[@]}" -o "$W/$name/reattributed.db" -q >>"$W/logs/$name.reattribute" 2>&1
     say "$name: attribute --job from the folders: rc $?"
   fi
-  rm -rf "$W/$name"/rank*/cache "$W/$name"/rank*/inductor* "$W/$name/ncu.ncu-rep"
+  rm -rf "$W/$name"/rank*/cache "$W/$name"/rank*/inductor*
+  [[ -f "$W/$name/ncu.csv" ]] && rm -f "$W/$name/ncu.ncu-rep"  # else what ncu wrote before it stopped is kept
   [[ -f "$W/$name/ncu.csv" ]] && gzip -9 -n -f "$W/$name/ncu.csv"
 }
 
