@@ -267,13 +267,15 @@ CREATE TABLE rank_summary (
   kernel_time_ns           INTEGER NOT NULL,  -- summed durations of its kernels
   time_vs_mean             REAL,              -- kernel_time_ns / the mean over the job's processes (imbalance)
   compute_ns               INTEGER NOT NULL,  -- kernels outside the communication phase
-  communication_ns         INTEGER NOT NULL,  -- communication activities (NCCL kernels, copies inside collectives)
-  overlap_ns               INTEGER NOT NULL,  -- of their union, the time a computation kernel of the process ran
-  exposed_communication_ns INTEGER NOT NULL,  -- union of the communication activities minus overlap_ns
+  communication_kernel_ns  INTEGER NOT NULL,  -- NCCL kernels, summed (= phase_communication_ns)
+  communication_copy_ns    INTEGER NOT NULL,  -- copies and fills inside collectives (gloo's), summed; not kernel time
+  communication_ns         INTEGER NOT NULL,  -- the union of both: GPU time with communication on the device
+  overlap_ns               INTEGER NOT NULL,  -- of that union, the time a computation kernel of the process ran
+  exposed_communication_ns INTEGER NOT NULL,  -- communication_ns minus overlap_ns
   cpu_communication_ns     INTEGER NOT NULL,  -- union of the collectives' CPU ranges (gloo reduces on the CPU)
   cpu_overlap_ns           INTEGER NOT NULL,  -- of that, the time a computation kernel of the process ran
   busy_ns                  INTEGER NOT NULL,  -- union of its activities on the GPU
-  span_ns                  INTEGER NOT NULL,  -- first activity's start to the last one's end
+  span_ns                  INTEGER NOT NULL,  -- earliest start to latest end of its activities and collective CPU ranges
   phase_forward_ns         INTEGER NOT NULL,  -- kernel time by attribution.phase
   phase_backward_ns        INTEGER NOT NULL,
   phase_optimizer_ns       INTEGER NOT NULL,

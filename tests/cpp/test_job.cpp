@@ -209,6 +209,9 @@ TEST(Communication, UnionAndCoverOfIntervals) {
 TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
   TempDir dir;
   write_job(dir.path());
+  // The launcher: it initialized CUDA (so it has a log) and ran nothing.
+  write(dir.path() / "pid400" / "trace.json",
+        "{\"traceEvents\": [" + event("cpu_op", "aten::empty", 400, 1, 1, 1, R"("External id": 1)") + "]}\n");
   JobRequest request;
   request.dir = dir.path().string();
   request.request.ncu = dir.file("ncu.csv");
@@ -216,7 +219,7 @@ TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
   const JobResult result = attribute_job(request);
 
   const auto& procs = result.job.processes;
-  ASSERT_EQ(procs.size(), 4u);  // rank 0, rank 1, rank 2 (missing), pid 300 (unreadable)
+  ASSERT_EQ(procs.size(), 5u);  // rank 0, rank 1, rank 2 (missing), pid 300 (unreadable), pid 400 (idle)
   EXPECT_EQ(procs[0].rank, 0);
   EXPECT_EQ(procs[0].status, "ok");
   EXPECT_EQ(procs[0].counters_pid, 200u);
@@ -228,6 +231,7 @@ TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
   EXPECT_EQ(procs[3].folder, "pid300");
   EXPECT_EQ(procs[3].status, "failed");
   EXPECT_NE(procs[3].problem.find("truncated"), std::string::npos) << procs[3].problem;
+  EXPECT_EQ(procs[4].status, "idle");
 
   // Two ranks' rows in one timeline, every kernel still there and attributed.
   const AttributeResult& p = result.profile;
@@ -248,7 +252,11 @@ TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
     const RankFigures& f = ranks[static_cast<std::size_t>(r)];
     EXPECT_EQ(f.kernels, 2u);
     EXPECT_EQ(f.compute_ns, (10 + 5 * r) * 1000);
-    EXPECT_EQ(f.communication_ns, 24'000);  // all-reduce 20 us + broadcast copy 4 us
+    EXPECT_EQ(f.communication_kernel_ns, 20'000);  // the all-reduce
+    EXPECT_EQ(f.communication_copy_ns, 4'000);     // the broadcast's copy
+    EXPECT_EQ(f.communication_ns, 24'000);         // their union (disjoint)
+    EXPECT_EQ(f.busy_ns, 29'000);                   // GEMM and all-reduce 20..45 us, the copy 60..64 us
+    EXPECT_EQ(f.span_ns, 51'000);                   // from c10d::allreduce_ at 14 us to gloo's range end at 65 us
     EXPECT_EQ(f.overlap_ns, (5 + 5 * r) * 1000);  // the all-reduce starts 5 us before the GEMM ends
     EXPECT_EQ(f.exposed_communication_ns, 24'000 - f.overlap_ns);
     EXPECT_EQ(f.cpu_communication_ns, 19'000);  // c10d::allreduce_ 4 us, broadcast_ and gloo's range 50..65 us
@@ -275,10 +283,16 @@ TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
   const std::string text = render_terminal_report(reader);
   EXPECT_NE(text.find("Ranks (4 processes)"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("not ranks: pid 400 (no GPU activity in its timeline)"), std::string::npos) << text;
   EXPECT_NE(text.find("aten::mm (spread 5.00 us)"), std::string::npos) << text;
   const std::string json = render_json_report(reader);
-  EXPECT_NE(json.find("\"communication_share\""), std::string::npos) << json;
+  // Every share is a part of a whole that holds it: 48 us of communication on the GPU of 58 us busy.
+  EXPECT_NE(json.find("\"communication_share\": " + fmt::format("{}", 48.0 / 58.0)), std::string::npos) << json;
+  EXPECT_NE(json.find("\"communication_kernel_share\": " + fmt::format("{}", 40.0 / 65.0)), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu_communication_share\": " + fmt::format("{}", 38.0 / 102.0)), std::string::npos) << json;
   EXPECT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"status\": \"idle\""), std::string::npos) << json;  // a launcher is not listed as a rank
+  EXPECT_NE(json.find("\"idle_processes\": [\n      {\n        \"pid\": 400"), std::string::npos) << json;
 }
 
 TEST(Job, AProfileWithoutProcessFoldersIsAnInputError) {

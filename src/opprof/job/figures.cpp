@@ -79,7 +79,7 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
     w.all.emplace_back(s, e);
     const bool comm = attr.phase[i] == Phase::kCommunication;
     if (comm) {
-      f.communication_ns += d;
+      (k.kind[i] == ActivityKind::kKernel ? f.communication_kernel_ns : f.communication_copy_ns) += d;
       w.communication.emplace_back(s, e);
       out.collectives.push_back(Collective{f.process, "kernel", collective_of_kernel(tl.str(k.name[i])),
                                            static_cast<std::uint32_t>(i), kNoIndex, s, e});
@@ -110,7 +110,11 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
     if (it == rank_of_pid.end()) continue;
     const std::string collective = collective_of_range(tl.str(r.text[i]));
     if (collective.empty()) continue;
-    work[it->second].cpu_communication.emplace_back(r.start_ns[i], r.end_ns[i]);
+    Work& w = work[it->second];
+    w.cpu_communication.emplace_back(r.start_ns[i], r.end_ns[i]);
+    w.first = w.any ? std::min(w.first, r.start_ns[i]) : r.start_ns[i];
+    w.last = w.any ? std::max(w.last, r.end_ns[i]) : r.end_ns[i];
+    w.any = true;
     out.collectives.push_back(Collective{out.ranks[it->second].process, "cpu_range", collective, kNoIndex,
                                          static_cast<std::uint32_t>(i), r.start_ns[i], r.end_ns[i]});
   }
@@ -118,7 +122,8 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
     RankFigures& f = out.ranks[q];
     Work& w = work[q];
     f.overlap_ns = covered_ns(w.communication, w.compute);
-    f.exposed_communication_ns = union_ns(w.communication) - f.overlap_ns;
+    f.communication_ns = union_ns(w.communication);
+    f.exposed_communication_ns = f.communication_ns - f.overlap_ns;
     f.cpu_communication_ns = union_ns(w.cpu_communication);
     f.cpu_overlap_ns = covered_ns(w.cpu_communication, w.compute);
     f.busy_ns = union_ns(std::move(w.all));

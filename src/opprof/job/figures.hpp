@@ -18,14 +18,18 @@ struct RankFigures {
   std::int64_t kernel_time_ns = 0;     // their summed durations
   double time_vs_mean = 0;             // kernel_time_ns / the mean over the job's processes (1: balanced)
   std::int64_t compute_ns = 0;         // kernels outside the communication phase
-  std::int64_t communication_ns = 0;   // communication activities (NCCL kernels, gloo's device copies), summed
-  // Time of the communication activities' union during which a computation kernel of the same process ran.
+  std::int64_t communication_kernel_ns = 0;  // NCCL kernels (kernel time of the communication phase), summed
+  std::int64_t communication_copy_ns = 0;    // copies and fills inside collectives (gloo's), summed: not kernel time
+  std::int64_t communication_ns = 0;         // the union of both: GPU time with communication on the device
+  // Of that union, the time during which a computation kernel of the same process ran.
   std::int64_t overlap_ns = 0;
   std::int64_t exposed_communication_ns = 0;  // the rest of that union: communication nothing else hid
   std::int64_t cpu_communication_ns = 0;  // union of the collectives' CPU ranges (gloo reduces on the CPU)
   std::int64_t cpu_overlap_ns = 0;        // ... during which a computation kernel of the process ran
   std::int64_t busy_ns = 0;               // union of all its activities on the GPU
-  std::int64_t span_ns = 0;               // first activity's start to the last one's end
+  // The measured step's wall time: the earliest start to the latest end of its GPU activities and its
+  // collectives' CPU ranges.
+  std::int64_t span_ns = 0;
   std::int64_t by_phase_ns[kPhases] = {};  // kernel time per phase
 };
 

@@ -17,6 +17,8 @@ constexpr std::size_t kUnequalShown = 5;
 constexpr std::pair<const char*, std::int64_t RankFigures::*> kFigureTimes[] = {
     {"kernel_time_ns", &RankFigures::kernel_time_ns},
     {"compute_ns", &RankFigures::compute_ns},
+    {"communication_kernel_ns", &RankFigures::communication_kernel_ns},
+    {"communication_copy_ns", &RankFigures::communication_copy_ns},
     {"communication_ns", &RankFigures::communication_ns},
     {"overlap_ns", &RankFigures::overlap_ns},
     {"exposed_communication_ns", &RankFigures::exposed_communication_ns},
@@ -28,9 +30,16 @@ constexpr std::pair<const char*, std::int64_t RankFigures::*> kFigureTimes[] = {
 
 double share(std::int64_t part, std::int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
-// The job's totals over the processes with a timeline.
+// A launcher process that ran no GPU work is one of the job's processes but not one of its ranks.
+bool is_idle(const ProfileProcess& p) { return p.status == "idle"; }
+
+// The job's totals over its attributed processes. Every share the reports give is a part over a whole that
+// contains it: communication on the device over the GPU's busy time (the union of all activities), NCCL
+// kernels over kernel time, the overlapped part over the communication, the collectives' CPU time over the
+// step's wall span (which includes those CPU ranges).
 struct JobTotals {
-  std::int64_t kernel_time_ns = 0, communication_ns = 0, overlap_ns = 0, exposed_ns = 0;
+  std::int64_t kernel_time_ns = 0, communication_kernel_ns = 0, communication_copy_ns = 0, communication_ns = 0,
+               overlap_ns = 0, exposed_ns = 0, busy_ns = 0, cpu_communication_ns = 0, cpu_overlap_ns = 0, span_ns = 0;
   const ProfileProcess* slowest = nullptr;
   const ProfileProcess* fastest = nullptr;
 };
@@ -41,9 +50,15 @@ JobTotals totals(const std::vector<ProfileProcess>& processes) {
     if (!p.has_summary) continue;
     const RankFigures& f = p.figures;
     t.kernel_time_ns += f.kernel_time_ns;
+    t.communication_kernel_ns += f.communication_kernel_ns;
+    t.communication_copy_ns += f.communication_copy_ns;
     t.communication_ns += f.communication_ns;
     t.overlap_ns += f.overlap_ns;
     t.exposed_ns += f.exposed_communication_ns;
+    t.busy_ns += f.busy_ns;
+    t.cpu_communication_ns += f.cpu_communication_ns;
+    t.cpu_overlap_ns += f.cpu_overlap_ns;
+    t.span_ns += f.span_ns;
     if (!t.slowest || f.kernel_time_ns > t.slowest->figures.kernel_time_ns) t.slowest = &p;
     if (!t.fastest || f.kernel_time_ns < t.fastest->figures.kernel_time_ns) t.fastest = &p;
   }
@@ -93,28 +108,48 @@ std::string render_job_section(const ProfileReader& profile) {
   const std::vector<ProfileProcess> processes = profile.processes();
   if (processes.empty()) return {};
   const JobTotals t = totals(processes);
-  std::string out = fmt::format("\nRanks ({} processes)\n", processes.size());
-  out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>10} {:>11} {:>11}  {}\n", "process", "kernels",
-                     "kernel time", "vs mean", "compute", "comm", "overlapped", "exposed", "CPU comm", "status");
+  const auto ranks = static_cast<std::size_t>(std::count_if(processes.begin(), processes.end(),
+                                                            [](const ProfileProcess& p) { return !is_idle(p); }));
+  std::string out = fmt::format("\nRanks ({} processes)\n", ranks);
+  out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>11} {:>10} {:>11} {:>11}  {}\n", "process",
+                     "kernels", "kernel time", "vs mean", "NCCL", "comm copies", "GPU comm", "overlapped", "CPU comm",
+                     "span", "status");
+  std::string idle;
   for (const ProfileProcess& p : processes) {
+    if (is_idle(p)) {
+      idle += fmt::format("{}{} ({})", idle.empty() ? "" : ", ", rank_label(p), p.problem);
+      continue;
+    }
     if (!p.has_summary) {
-      out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>10} {:>11} {:>11}  {}: {}\n", rank_label(p), "-",
-                         "-", "-", "-", "-", "-", "-", "-", p.status, p.problem);
+      out += fmt::format("  {:<10} {:>8} {:>11} {:>7} {:>11} {:>11} {:>11} {:>10} {:>11} {:>11}  {}: {}\n", rank_label(p),
+                         "-", "-", "-", "-", "-", "-", "-", "-", "-", p.status, p.problem);
       continue;
     }
     const RankFigures& f = p.figures;
-    out += fmt::format("  {:<10} {:>8} {:>11} {:>7.2f} {:>11} {:>11} {:>9.1f}% {:>11} {:>11}  {}{}\n", rank_label(p),
-                       f.kernels, format_duration_ns(f.kernel_time_ns), f.time_vs_mean, format_duration_ns(f.compute_ns),
+    out += fmt::format("  {:<10} {:>8} {:>11} {:>7.2f} {:>11} {:>11} {:>11} {:>9.1f}% {:>11} {:>11}  {}{}\n",
+                       rank_label(p), f.kernels, format_duration_ns(f.kernel_time_ns), f.time_vs_mean,
+                       format_duration_ns(f.communication_kernel_ns), format_duration_ns(f.communication_copy_ns),
                        format_duration_ns(f.communication_ns), 100.0 * share(f.overlap_ns, f.communication_ns),
-                       format_duration_ns(f.exposed_communication_ns), format_duration_ns(f.cpu_communication_ns),
-                       p.status, p.problem.empty() ? "" : ": " + p.problem);
+                       format_duration_ns(f.cpu_communication_ns), format_duration_ns(f.span_ns), p.status,
+                       p.problem.empty() ? "" : ": " + p.problem);
   }
   if (t.slowest && t.fastest)
     out += fmt::format("  imbalance: {} has {:.2f}x the mean kernel time, {} {:.2f}x\n", rank_label(*t.slowest),
                        t.slowest->figures.time_vs_mean, rank_label(*t.fastest), t.fastest->figures.time_vs_mean);
-  out += fmt::format("  communication: {:.1f}% of kernel time; {:.1f}% of it overlapped by computation, {} exposed\n",
-                     100.0 * share(t.communication_ns, t.kernel_time_ns), 100.0 * share(t.overlap_ns, t.communication_ns),
-                     format_duration_ns(t.exposed_ns));
+  out += fmt::format(
+      "  communication on the GPU: {} ({:.1f}% of the time the GPU was busy): NCCL kernels {} ({:.1f}% of kernel time, "
+      "the communication phase), copies inside collectives {} (gloo's, not kernel time); {:.1f}% overlapped by "
+      "computation, {} exposed\n",
+      format_duration_ns(t.communication_ns), 100.0 * share(t.communication_ns, t.busy_ns),
+      format_duration_ns(t.communication_kernel_ns), 100.0 * share(t.communication_kernel_ns, t.kernel_time_ns),
+      format_duration_ns(t.communication_copy_ns), 100.0 * share(t.overlap_ns, t.communication_ns),
+      format_duration_ns(t.exposed_ns));
+  out += fmt::format(
+      "  communication on the CPU: {} of collectives' ranges (gloo reduces on the CPU; {:.1f}% of the ranks' wall span "
+      "{}), {:.1f}% of it while a computation kernel ran\n",
+      format_duration_ns(t.cpu_communication_ns), 100.0 * share(t.cpu_communication_ns, t.span_ns),
+      format_duration_ns(t.span_ns), 100.0 * share(t.cpu_overlap_ns, t.cpu_communication_ns));
+  if (!idle.empty()) out += fmt::format("  not ranks: {}\n", idle);
   const std::vector<Unequal> unequal = most_unequal(profile, processes);
   if (!unequal.empty() && unequal.front().spread_ns > 0) {
     out += "  operators whose time differs most between ranks:\n";
@@ -142,6 +177,7 @@ void write_job_json(JsonWriter& j, const ProfileReader& profile) {
   j.begin_object();
   j.key("processes").begin_array();
   for (const ProfileProcess& p : processes) {
+    if (is_idle(p)) continue;
     j.begin_object();
     j.key("rank").integer_or_null(p.rank == kNoRank ? -1 : p.rank);
     j.key("pid").integer(p.pid);
@@ -161,9 +197,16 @@ void write_job_json(JsonWriter& j, const ProfileReader& profile) {
   }
   j.end_array();
   j.key("kernel_time_ns").integer(t.kernel_time_ns);
-  j.key("communication_share").number(share(t.communication_ns, t.kernel_time_ns));
+  j.key("idle_processes").begin_array();
+  for (const ProfileProcess& p : processes)
+    if (is_idle(p)) j.begin_object().key("pid").integer(p.pid).key("folder").string_or_null(p.folder).end_object();
+  j.end_array();
+  j.key("communication_share").number(share(t.communication_ns, t.busy_ns));
+  j.key("communication_kernel_share").number(share(t.communication_kernel_ns, t.kernel_time_ns));
   j.key("overlapped_share").number(share(t.overlap_ns, t.communication_ns));
   j.key("exposed_communication_ns").integer(t.exposed_ns);
+  j.key("cpu_communication_share").number(share(t.cpu_communication_ns, t.span_ns));
+  j.key("cpu_overlapped_share").number(share(t.cpu_overlap_ns, t.cpu_communication_ns));
   j.key("max_time_vs_mean").number(t.slowest ? t.slowest->figures.time_vs_mean : 0.0);
   j.key("min_time_vs_mean").number(t.fastest ? t.fastest->figures.time_vs_mean : 0.0);
   j.key("most_unequal_operators").begin_array();

@@ -23,10 +23,15 @@
 //   operator_count, module_count                              all groups in the profile
 //   warnings [..]
 //   job  null for a single-process profile; else {processes [{rank, pid, folder, status, problem, kernels,
-//        kernel_time_ns, time_vs_mean, compute_ns, communication_ns, overlap_ns, exposed_communication_ns,
-//        cpu_communication_ns, cpu_overlap_ns, busy_ns, span_ns, by_phase_ns}], kernel_time_ns,
-//        communication_share, overlapped_share (0..1), exposed_communication_ns, max_time_vs_mean,
-//        min_time_vs_mean, most_unequal_operators [{operator, spread_ns, time_ns_by_process {id: ns}}]}
+//        kernel_time_ns, time_vs_mean, compute_ns, communication_kernel_ns, communication_copy_ns,
+//        communication_ns, overlap_ns, exposed_communication_ns, cpu_communication_ns, cpu_overlap_ns, busy_ns,
+//        span_ns, by_phase_ns}] (the ranks; rank_summary's columns), idle_processes [{pid, folder}] (launchers),
+//        kernel_time_ns, and shares (0..1), each a part over a whole that holds it:
+//        communication_share (communication on the GPU over the GPU's busy time), communication_kernel_share
+//        (NCCL kernels over kernel time), overlapped_share (of the GPU communication, the part computation
+//        hid), cpu_communication_share (the collectives' CPU ranges over the ranks' wall span),
+//        cpu_overlapped_share; exposed_communication_ns, max_time_vs_mean, min_time_vs_mean,
+//        most_unequal_operators [{operator, spread_ns, time_ns_by_process {id: ns}}]}
 #include <string>
 
 #include "opprof/report/summary.hpp"

@@ -606,9 +606,9 @@ class Writer {
     }
     Statement r(db_,
                 "INSERT INTO rank_summary (process_id, rank, kernels, kernel_time_ns, time_vs_mean, compute_ns, "
-                "communication_ns, overlap_ns, exposed_communication_ns, cpu_communication_ns, cpu_overlap_ns, busy_ns, "
+                "communication_kernel_ns, communication_copy_ns, communication_ns, overlap_ns, exposed_communication_ns, cpu_communication_ns, cpu_overlap_ns, busy_ns, "
                 "span_ns, phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns, phase_communication_ns) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
     for (const RankFigures& f : job.figures.ranks) {
       r.bind_int(1, static_cast<std::int64_t>(f.process));
       bind_rank(r, 2, procs[f.process].rank);
@@ -616,14 +616,11 @@ class Writer {
       r.bind_int(4, f.kernel_time_ns);
       r.bind_double(5, f.time_vs_mean);
       r.bind_int(6, f.compute_ns);
-      r.bind_int(7, f.communication_ns);
-      r.bind_int(8, f.overlap_ns);
-      r.bind_int(9, f.exposed_communication_ns);
-      r.bind_int(10, f.cpu_communication_ns);
-      r.bind_int(11, f.cpu_overlap_ns);
-      r.bind_int(12, f.busy_ns);
-      r.bind_int(13, f.span_ns);
-      for (int ph = 0; ph < kPhases; ++ph) r.bind_int(14 + ph, f.by_phase_ns[ph]);
+      int c = 7;
+      for (std::int64_t v : {f.communication_kernel_ns, f.communication_copy_ns, f.communication_ns, f.overlap_ns,
+                             f.exposed_communication_ns, f.cpu_communication_ns, f.cpu_overlap_ns, f.busy_ns, f.span_ns})
+        r.bind_int(c++, v);
+      for (int ph = 0; ph < kPhases; ++ph) r.bind_int(c++, f.by_phase_ns[ph]);
       r.run();
     }
     Statement g(db_, "INSERT INTO rank_groups (group_kind, key, process_id, rank, kernels, time_ns) "

@@ -313,7 +313,7 @@ std::vector<ProfileProcess> ProfileReader::processes() const {
   try {
     Statement q(*impl_->db,
                 "SELECT p.id, p.rank, p.pid, p.folder, p.status, p.problem, s.process_id, s.kernels, s.kernel_time_ns, "
-                "s.time_vs_mean, s.compute_ns, s.communication_ns, s.overlap_ns, s.exposed_communication_ns, "
+                "s.time_vs_mean, s.compute_ns, s.communication_kernel_ns, s.communication_copy_ns, s.communication_ns, s.overlap_ns, s.exposed_communication_ns, "
                 "s.cpu_communication_ns, s.cpu_overlap_ns, s.busy_ns, s.span_ns, s.phase_forward_ns, "
                 "s.phase_backward_ns, s.phase_optimizer_ns, s.phase_other_ns, s.phase_communication_ns "
                 "FROM processes p LEFT JOIN rank_summary s ON s.process_id = p.id ORDER BY p.id");
@@ -328,9 +328,10 @@ std::vector<ProfileProcess> ProfileReader::processes() const {
       if (p.has_summary) {
         read_columns(q, 7, f.kernels, f.kernel_time_ns);
         f.time_vs_mean = q.column_double(9);
-        read_columns(q, 10, f.compute_ns, f.communication_ns, f.overlap_ns, f.exposed_communication_ns,
-                     f.cpu_communication_ns, f.cpu_overlap_ns, f.busy_ns, f.span_ns);
-        for (int ph = 0; ph < kPhases; ++ph) f.by_phase_ns[ph] = q.column_int(18 + ph);
+        read_columns(q, 10, f.compute_ns, f.communication_kernel_ns, f.communication_copy_ns, f.communication_ns,
+                     f.overlap_ns, f.exposed_communication_ns, f.cpu_communication_ns, f.cpu_overlap_ns, f.busy_ns,
+                     f.span_ns);
+        for (int ph = 0; ph < kPhases; ++ph) f.by_phase_ns[ph] = q.column_int(20 + ph);
       }
       out.push_back(std::move(p));
     }
