@@ -36,8 +36,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -700,13 +702,23 @@ nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
 // Kept alive: ranges recorded in the domain still refer to its name id, and a racing push may read it.
 void NVTX_API DomainDestroy(nvtxDomainHandle_t) {}
 
-// Installs `fn` into slot `id` of a module's function table. The table is an array of pointers to the
-// NVTX instance's function-pointer variables; slot 0 is unused and the table is `size` long.
-template <typename Fn>
-void install(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
-  if (table == nullptr || id == 0 || id >= size || table[id] == nullptr) return;
-  *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
-}
+// One module's function table of the NVTX instance: an array of pointers to the instance's function-pointer
+// variables; slot 0 is unused and the table is `size` long. Null where the instance lacks the module.
+struct ModuleTable {
+  NvtxFunctionTable table = nullptr;
+  unsigned int size = 0;
+
+  ModuleTable(const NvtxExportTableCallbacks& callbacks, NvtxCallbackModule module) {
+    if (callbacks.GetModuleFunctionTable(module, &table, &size) == 0) table = nullptr;
+  }
+  explicit operator bool() const { return table != nullptr; }
+  // Installs `fn` into slot `id`.
+  template <typename Fn>
+  void install(unsigned int id, Fn fn) const {
+    if (table == nullptr || id == 0 || id >= size || table[id] == nullptr) return;
+    *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+  }
+};
 
 // ------------------------------------------------------------------------------------------------
 // CUPTI activity buffers: a fixed pool, written to the log by the completion callback
@@ -742,62 +754,57 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = g_pool_buffer_bytes;
 }
 
-// The fields kernels, copies and fills share, under the same names in CUPTI's records and ours.
+// What only kernels, copies or fills have, beside the parts they share (write_device_activity).
+void copy_own_fields(ThreadLog& t, KernelRecord& r, const CUpti_ActivityKernel10& k) {
+  r.name_sid = intern(t, k.name);
+  r.grid_x = k.gridX; r.grid_y = k.gridY; r.grid_z = k.gridZ;
+  r.block_x = k.blockX; r.block_y = k.blockY; r.block_z = k.blockZ;
+  r.static_shared_bytes = static_cast<std::uint32_t>(k.staticSharedMemory);
+  r.dynamic_shared_bytes = static_cast<std::uint32_t>(k.dynamicSharedMemory);
+  r.registers_per_thread = k.registersPerThread;
+  r.launch_type = k.launchType;
+}
+void copy_own_fields(ThreadLog&, MemcpyRecord& r, const CUpti_ActivityMemcpy6& m) {
+  r.copy_kind = m.copyKind;
+  r.src_kind = m.srcKind;
+  r.dst_kind = m.dstKind;
+  r.flags = m.flags;
+}
+void copy_own_fields(ThreadLog&, MemsetRecord& r, const CUpti_ActivityMemset4& m) {
+  r.value = m.value;
+  r.memory_kind = m.memoryKind;
+  r.flags = m.flags;
+}
+
+// A kernel, copy or fill inside the window (all of them without one): the parts the three share
+// (format.hpp), under the same names in CUPTI's records and ours, then the fields of its own.
 template <typename Ours, typename Cupti>
-void copy_activity_ids(Ours& r, const Cupti* a) {
-  r.start_ns = a->start;
-  r.end_ns = a->end;
-  r.graph_node_id = a->graphNodeId;
-  r.correlation_id = a->correlationId;
-  r.device_id = a->deviceId;
-  r.context_id = a->contextId;
-  r.stream_id = a->streamId;
-  r.graph_id = a->graphId;
+void write_device_activity(ThreadLog& t, RecordType type, const CUpti_Activity* rec, const WindowSnapshot* window) {
+  const auto& a = *reinterpret_cast<const Cupti*>(rec);
+  if (window != nullptr && !window->contains(a.correlationId)) return;
+  Ours r{};
+  r.start_ns = a.start;
+  r.end_ns = a.end;
+  r.graph_node_id = a.graphNodeId;
+  if constexpr (std::is_base_of_v<TransferBytes, Ours>) r.bytes = a.bytes;
+  r.correlation_id = a.correlationId;
+  r.device_id = a.deviceId;
+  r.context_id = a.contextId;
+  r.stream_id = a.streamId;
+  r.graph_id = a.graphId;
+  copy_own_fields(t, r, a);
+  append(t, type, r);
 }
 
 void write_activity(ThreadLog& t, const CUpti_Activity* rec, const WindowSnapshot* window) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-      if (window != nullptr && !window->contains(k->correlationId)) return;
-      KernelRecord r{};
-      copy_activity_ids(r, k);
-      r.name_sid = intern(t, k->name);
-      r.grid_x = k->gridX; r.grid_y = k->gridY; r.grid_z = k->gridZ;
-      r.block_x = k->blockX; r.block_y = k->blockY; r.block_z = k->blockZ;
-      r.static_shared_bytes = static_cast<std::uint32_t>(k->staticSharedMemory);
-      r.dynamic_shared_bytes = static_cast<std::uint32_t>(k->dynamicSharedMemory);
-      r.registers_per_thread = k->registersPerThread;
-      r.launch_type = k->launchType;
-      append(t, RecordType::kKernel, r);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      if (window != nullptr && !window->contains(m->correlationId)) return;
-      MemcpyRecord r{};
-      copy_activity_ids(r, m);
-      r.bytes = m->bytes;
-      r.copy_kind = m->copyKind;
-      r.src_kind = m->srcKind;
-      r.dst_kind = m->dstKind;
-      r.flags = m->flags;
-      append(t, RecordType::kMemcpy, r);
-      return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      if (window != nullptr && !window->contains(m->correlationId)) return;
-      MemsetRecord r{};
-      copy_activity_ids(r, m);
-      r.bytes = m->bytes;
-      r.value = m->value;
-      r.memory_kind = m->memoryKind;
-      r.flags = m->flags;
-      append(t, RecordType::kMemset, r);
-      return;
-    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return write_device_activity<KernelRecord, CUpti_ActivityKernel10>(t, RecordType::kKernel, rec, window);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return write_device_activity<MemcpyRecord, CUpti_ActivityMemcpy6>(t, RecordType::kMemcpy, rec, window);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return write_device_activity<MemsetRecord, CUpti_ActivityMemset4>(t, RecordType::kMemset, rec, window);
     case CUPTI_ACTIVITY_KIND_DEVICE: {
       const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(rec);
       DeviceRecord r{};
@@ -1059,63 +1066,65 @@ ApiRole role_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? g_runtime_role[cbid] : g_driver_role[cbid];
 }
 
-// The stream of a launch whose parameter layout is known (generated_cuda_*_meta.h); null otherwise,
-// and the caller falls back to the stream the thread is capturing.
-bool launch_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params, CUstream* out) {
-  if (params == nullptr) return false;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    switch (cbid) {
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-        *out = reinterpret_cast<CUstream>(static_cast<const cudaLaunchKernel_v7000_params*>(params)->stream);
-        return true;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-        *out = reinterpret_cast<CUstream>(static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(params)->stream);
-        return true;
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
-        const auto* p = static_cast<const cudaLaunchKernelExC_v11060_params*>(params);
-        if (p->config == nullptr) return false;
-        *out = reinterpret_cast<CUstream>(p->config->stream);
-        return true;
-      }
-      default: return false;
-    }
-  }
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-      *out = static_cast<const cuLaunchKernel_params*>(params)->hStream;
-      return true;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      *out = static_cast<const cuLaunchCooperativeKernel_params*>(params)->hStream;
-      return true;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      const auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
-      if (p->config == nullptr) return false;
-      *out = p->config->hStream;
-      return true;
-    }
-    default: return false;
-  }
+// What the parameters of a launch whose layout is known (generated_cuda_*_meta.h) say: its stream, where
+// they hold one, and for driver launches the CUfunction, to name the kernel when CUPTI gives no symbolName.
+// Without a stream the caller falls back to the stream the thread is capturing.
+struct LaunchTarget {
+  std::optional<CUstream> stream;
+  CUfunction function = nullptr;
+};
+
+// The stream of a parameter struct or launch config (which may be null): the runtime's stream, the driver's
+// hStream.
+template <typename Holder>
+std::optional<CUstream> stream_in(const Holder* h) {
+  if (h == nullptr) return std::nullopt;
+  if constexpr (requires { h->hStream; })
+    return h->hStream;
+  else
+    return reinterpret_cast<CUstream>(h->stream);
 }
 
-// The CUfunction of a driver kernel launch, to name it when CUPTI gives no symbolName.
-CUfunction launch_function(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || params == nullptr) return nullptr;
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return static_cast<const cuLaunchKernel_params*>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      return static_cast<const cuLaunchCooperativeKernel_params*>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return static_cast<const cuLaunchKernelEx_params*>(params)->f;
-    default: return nullptr;
-  }
+template <typename Params>
+LaunchTarget decode_launch(const void* params) {
+  const auto* p = static_cast<const Params*>(params);
+  LaunchTarget t;
+  if constexpr (requires { p->f; }) t.function = p->f;
+  if constexpr (requires { p->config; })  // the *Ex launches: the stream is in the launch config
+    t.stream = stream_in(p->config);
+  else
+    t.stream = stream_in(p);
+  return t;
+}
+
+// The launch APIs whose parameters are decoded, each with its per-thread-default-stream (_ptsz) twin.
+struct KnownLaunch {
+  CUpti_CallbackId cbid, cbid_ptsz;
+  LaunchTarget (*decode)(const void*);
+};
+constexpr KnownLaunch kRuntimeLaunches[] = {
+    {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+     decode_launch<cudaLaunchKernel_v7000_params>},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+     decode_launch<cudaLaunchCooperativeKernel_v9000_params>},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+     decode_launch<cudaLaunchKernelExC_v11060_params>},
+};
+constexpr KnownLaunch kDriverLaunches[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+     decode_launch<cuLaunchKernel_params>},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+     decode_launch<cuLaunchCooperativeKernel_params>},
+    {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+     decode_launch<cuLaunchKernelEx_params>},
+};
+
+LaunchTarget launch_target(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* params) {
+  if (params == nullptr) return {};
+  for (const KnownLaunch& l : domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kRuntimeLaunches : kDriverLaunches)
+    if (cbid == l.cbid || cbid == l.cbid_ptsz) return l.decode(params);
+  return {};
 }
 
 bool api_succeeded(const CUpti_CallbackData* api) {
@@ -1153,9 +1162,9 @@ void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CU
   if (g_active_captures.load(std::memory_order_relaxed) <= 0 || !api_succeeded(api)) return;
   resolve_driver_entry_points();
   const bool can_query = g_driver.capture_info_v3 != nullptr || g_driver.capture_info_v2 != nullptr;
-  CUstream stream = nullptr;
-  const bool known_stream = launch_stream(domain, cbid, api->functionParams, &stream);
-  if (!known_stream) stream = t_capture_stream;
+  const LaunchTarget target = launch_target(domain, cbid, api->functionParams);
+  const bool known_stream = target.stream.has_value();
+  const CUstream stream = target.stream.value_or(t_capture_stream);
 
   std::uint64_t capture_id = 0, node_id = 0;
   std::uint32_t graph = 0;
@@ -1181,9 +1190,9 @@ void on_launch_exit(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CU
   Appending a(t);
   const char* name = api->symbolName;
   if (name == nullptr && g_driver.func_get_name != nullptr) {
-    if (CUfunction f = launch_function(domain, cbid, api->functionParams); f != nullptr) {
+    if (target.function != nullptr) {
       t_in_tracer_query = true;
-      if (g_driver.func_get_name(&name, f) != CUDA_SUCCESS) name = nullptr;
+      if (g_driver.func_get_name(&name, target.function) != CUDA_SUCCESS) name = nullptr;
       t_in_tracer_query = false;
     }
   }
@@ -1396,6 +1405,23 @@ bool check(CUptiResult rc, const char* what) {
   return false;
 }
 
+// The callbacks enabled by id, beside the API calls enable_api_callbacks finds by name: the window's
+// profiler start/stop calls of both APIs, and the graph events of the resource domain.
+struct FixedCallback {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  const char* what;  // for the message when enabling fails
+};
+constexpr FixedCallback kFixedCallbacks[] = {
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, "callback cudaProfilerStart"},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, "callback cudaProfilerStop"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, "callback cuProfilerStart"},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, "callback cuProfilerStop"},
+    {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, "callback GRAPHNODE_CREATED"},
+    {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, "callback GRAPHNODE_CLONED"},
+    {CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, "callback GRAPHEXEC_CREATED"},
+};
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------
@@ -1414,20 +1440,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
 
   CUpti_SubscriberHandle subscriber = nullptr;
   if (check(cuptiSubscribe(&subscriber, on_callback, nullptr), "cuptiSubscribe")) {
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
-          "callback cudaProfilerStart");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000),
-          "callback cudaProfilerStop");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
-          "callback cuProfilerStart");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop),
-          "callback cuProfilerStop");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED),
-          "callback GRAPHNODE_CREATED");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED),
-          "callback GRAPHNODE_CLONED");
-    check(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED),
-          "callback GRAPHEXEC_CREATED");
+    for (const FixedCallback& c : kFixedCallbacks)
+      check(cuptiEnableCallback(1, subscriber, c.domain, c.cbid), c.what);
     enable_api_callbacks(subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
     enable_api_callbacks(subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
     std::lock_guard<std::mutex> lock(g_recording.mu);
@@ -1452,43 +1466,36 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(N
     return 0;
   open_output();
 
-  NvtxFunctionTable core = nullptr;
-  unsigned int core_size = 0;
-  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) != 0 && core != nullptr) {
-    install(core, core_size, NVTX_CBID_CORE_MarkEx, MarkEx);
-    install(core, core_size, NVTX_CBID_CORE_MarkA, MarkA);
-    install(core, core_size, NVTX_CBID_CORE_MarkW, MarkW);
-    install(core, core_size, NVTX_CBID_CORE_RangeStartEx, RangeStartEx);
-    install(core, core_size, NVTX_CBID_CORE_RangeStartA, RangeStartA);
-    install(core, core_size, NVTX_CBID_CORE_RangeStartW, RangeStartW);
-    install(core, core_size, NVTX_CBID_CORE_RangeEnd, RangeEnd);
-    install(core, core_size, NVTX_CBID_CORE_RangePushEx, RangePushEx);
-    install(core, core_size, NVTX_CBID_CORE_RangePushA, RangePushA);
-    install(core, core_size, NVTX_CBID_CORE_RangePushW, RangePushW);
-    install(core, core_size, NVTX_CBID_CORE_RangePop, RangePop);
-    install(core, core_size, NVTX_CBID_CORE_NameCategoryA, NameCategoryA);
-    install(core, core_size, NVTX_CBID_CORE_NameCategoryW, NameCategoryW);
-    install(core, core_size, NVTX_CBID_CORE_NameOsThreadA, NameOsThreadA);
-    install(core, core_size, NVTX_CBID_CORE_NameOsThreadW, NameOsThreadW);
-  } else {
-    return 0;
-  }
+  const ModuleTable core(*callbacks, NVTX_CB_MODULE_CORE);
+  if (!core) return 0;
+  core.install(NVTX_CBID_CORE_MarkEx, MarkEx);
+  core.install(NVTX_CBID_CORE_MarkA, MarkA);
+  core.install(NVTX_CBID_CORE_MarkW, MarkW);
+  core.install(NVTX_CBID_CORE_RangeStartEx, RangeStartEx);
+  core.install(NVTX_CBID_CORE_RangeStartA, RangeStartA);
+  core.install(NVTX_CBID_CORE_RangeStartW, RangeStartW);
+  core.install(NVTX_CBID_CORE_RangeEnd, RangeEnd);
+  core.install(NVTX_CBID_CORE_RangePushEx, RangePushEx);
+  core.install(NVTX_CBID_CORE_RangePushA, RangePushA);
+  core.install(NVTX_CBID_CORE_RangePushW, RangePushW);
+  core.install(NVTX_CBID_CORE_RangePop, RangePop);
+  core.install(NVTX_CBID_CORE_NameCategoryA, NameCategoryA);
+  core.install(NVTX_CBID_CORE_NameCategoryW, NameCategoryW);
+  core.install(NVTX_CBID_CORE_NameOsThreadA, NameOsThreadA);
+  core.install(NVTX_CBID_CORE_NameOsThreadW, NameOsThreadW);
   // Core2 (domains) exists from NVTX v2 on; an old instance without it still gets the core handlers.
-  NvtxFunctionTable core2 = nullptr;
-  unsigned int core2_size = 0;
-  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainMarkEx, DomainMarkEx);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, DomainRangeStartEx);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, DomainRangeEnd);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, DomainRangePushEx);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, DomainRangePop);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryA, DomainNameCategoryA);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryW, DomainNameCategoryW);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, DomainRegisterStringA);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, DomainRegisterStringW);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, DomainCreateA);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
-    install(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
-  }
+  const ModuleTable core2(*callbacks, NVTX_CB_MODULE_CORE2);
+  core2.install(NVTX_CBID_CORE2_DomainMarkEx, DomainMarkEx);
+  core2.install(NVTX_CBID_CORE2_DomainRangeStartEx, DomainRangeStartEx);
+  core2.install(NVTX_CBID_CORE2_DomainRangeEnd, DomainRangeEnd);
+  core2.install(NVTX_CBID_CORE2_DomainRangePushEx, DomainRangePushEx);
+  core2.install(NVTX_CBID_CORE2_DomainRangePop, DomainRangePop);
+  core2.install(NVTX_CBID_CORE2_DomainNameCategoryA, DomainNameCategoryA);
+  core2.install(NVTX_CBID_CORE2_DomainNameCategoryW, DomainNameCategoryW);
+  core2.install(NVTX_CBID_CORE2_DomainRegisterStringA, DomainRegisterStringA);
+  core2.install(NVTX_CBID_CORE2_DomainRegisterStringW, DomainRegisterStringW);
+  core2.install(NVTX_CBID_CORE2_DomainCreateA, DomainCreateA);
+  core2.install(NVTX_CBID_CORE2_DomainCreateW, DomainCreateW);
+  core2.install(NVTX_CBID_CORE2_DomainDestroy, DomainDestroy);
   return 1;
 }

@@ -13,6 +13,7 @@
 // readers sort by timestamp. Within one thread records are in time order, except the push records of
 // deferred ranges (kDeferredRangeDomain), which are written at the first launch inside the range.
 // docs/tracer.md describes each record.
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -74,29 +75,69 @@ inline constexpr std::uint32_t kMaxStringBytes = 16u * 1024u;
 // Graph-node stacks deeper than this keep their outermost entries only.
 inline constexpr std::uint32_t kMaxStackDepth = 256;
 
+// The payload of type kX is the struct XRecord, except where a comment names another; decoder.hpp's
+// RecordValue lists them in this order. Values are the format's: never renumber.
 enum class RecordType : std::uint16_t {
-  kString = 1,          // StringRecord + `length` bytes of UTF-8 text
-  kKernel = 2,          // KernelRecord
-  kMemcpy = 3,          // MemcpyRecord
-  kMemset = 4,          // MemsetRecord
-  kApiCall = 5,         // ApiCallRecord
-  kApiName = 6,         // ApiNameRecord
-  kNvtxPush = 7,        // NvtxPushRecord
-  kNvtxPop = 8,         // NvtxPopRecord
-  kNvtxStart = 9,       // NvtxStartRecord
-  kNvtxEnd = 10,        // NvtxEndRecord
-  kNvtxMark = 11,       // NvtxMarkRecord
-  kWindowStart = 12,    // WindowRecord
-  kWindowStop = 13,     // WindowRecord
-  kGraphNode = 14,      // GraphNodeRecord + depth x StackEntry (outermost first)
-  kGraphNodeClone = 15, // GraphNodeCloneRecord
-  kGraphExec = 16,      // GraphExecRecord
-  kDevice = 17,         // DeviceRecord
-  kThreadName = 18,     // ThreadNameRecord
-  kCategoryName = 19,   // CategoryNameRecord
-  kDropped = 20,        // DroppedRecord
-  kTrailer = 21,        // TrailerRecord: written once at a clean exit
+  kString = 1,  // StringRecord + `length` bytes of UTF-8 text
+  // GPU activity, the API calls that launched it, and the names of those calls.
+  kKernel = 2, kMemcpy = 3, kMemset = 4, kApiCall = 5, kApiName = 6,
+  // NVTX ranges and marks, and the capture window (both WindowRecord).
+  kNvtxPush = 7, kNvtxPop = 8, kNvtxStart = 9, kNvtxEnd = 10, kNvtxMark = 11, kWindowStart = 12, kWindowStop = 13,
+  kGraphNode = 14,  // GraphNodeRecord + depth x StackEntry (outermost first)
+  kGraphNodeClone = 15, kGraphExec = 16, kDevice = 17, kThreadName = 18, kCategoryName = 19, kDropped = 20,
+  kTrailer = 21,        // written once at a clean exit
   kCaptureLaunch = 22,  // CaptureLaunchRecord + depth x StackEntry (outermost first); since 1.1
+};
+
+template <typename T>
+inline constexpr bool kIsPayload = std::is_trivially_copyable_v<T> && std::has_unique_object_representations_v<T>;
+
+// The byte offset of a member in T, for the layout checks below (offsetof does not take records made of
+// parts): the first byte that turns non-zero when the member alone is set to all ones.
+template <typename T, typename Field, typename Owner>
+constexpr std::size_t offset_in(Field Owner::*member) {
+  T probe{};
+  probe.*member = static_cast<Field>(~Field{});
+  const auto bytes = std::bit_cast<std::array<unsigned char, sizeof(T)>>(probe);
+  std::size_t i = 0;
+  while (i < sizeof(T) && bytes[i] == 0) ++i;
+  return i;
+}
+
+// Parts that several records share. A record names its parts as base classes, then its own fields: the
+// parts are laid out first, in the order named, and none has padding, so a record's bytes are its parts'
+// bytes one after the other and then its own (the static_asserts after each record check the offsets).
+
+// When a kernel, copy, fill or API call ran (CUPTI timestamps, as every time in records).
+struct TimeSpan {
+  std::uint64_t start_ns;
+  std::uint64_t end_ns;
+};
+// The CUDA graph node that launched a kernel, copy or fill; 0 when not launched by a graph.
+struct GraphNodeRef {
+  std::uint64_t graph_node_id;
+};
+// Bytes a copy or fill moved.
+struct TransferBytes {
+  std::uint64_t bytes;
+};
+// Which launch call a kernel, copy or fill came from, and where it ran.
+struct ActivityIds {
+  std::uint32_t correlation_id;
+  std::uint32_t device_id;
+  std::uint32_t context_id;
+  std::uint32_t stream_id;
+  std::uint32_t graph_id;  // 0 when not launched by a graph
+};
+// An instant on a CPU thread (OS thread id).
+struct ThreadInstant {
+  std::uint64_t ts_ns;
+  std::uint64_t tid;
+};
+// An NVTX range's text in its domain; also one entry of a graph node's stack (StackEntry).
+struct NvtxText {
+  std::uint32_t text_sid;
+  std::uint32_t domain_sid;  // 0: the default domain
 };
 
 // String ids are dense from 1; 0 is "no string" (the default NVTX domain, an unnamed kernel).
@@ -106,16 +147,8 @@ struct StringRecord {
 };
 static_assert(sizeof(StringRecord) == 8);
 
-struct KernelRecord {
-  std::uint64_t start_ns;
-  std::uint64_t end_ns;
-  std::uint64_t graph_node_id;  // 0 when not launched by a graph
-  std::uint32_t correlation_id;
-  std::uint32_t device_id;
-  std::uint32_t context_id;
-  std::uint32_t stream_id;
-  std::uint32_t graph_id;       // 0 when not launched by a graph
-  std::uint32_t name_sid;       // mangled name
+struct KernelRecord : TimeSpan, GraphNodeRef, ActivityIds {
+  std::uint32_t name_sid;  // mangled name
   std::int32_t grid_x, grid_y, grid_z;
   std::int32_t block_x, block_y, block_z;
   std::uint32_t static_shared_bytes;
@@ -125,48 +158,36 @@ struct KernelRecord {
   std::uint8_t reserved0;
   std::uint32_t reserved1;
 };
-static_assert(sizeof(KernelRecord) == 88);
+static_assert(sizeof(KernelRecord) == 88 && offset_in<KernelRecord>(&KernelRecord::graph_node_id) == 16 &&
+              offset_in<KernelRecord>(&KernelRecord::correlation_id) == 24 &&
+              offset_in<KernelRecord>(&KernelRecord::name_sid) == 44);
 
-struct MemcpyRecord {
-  std::uint64_t start_ns;
-  std::uint64_t end_ns;
-  std::uint64_t bytes;
-  std::uint64_t graph_node_id;
-  std::uint32_t correlation_id;
-  std::uint32_t device_id;
-  std::uint32_t context_id;
-  std::uint32_t stream_id;
-  std::uint32_t graph_id;
+struct MemcpyRecord : TimeSpan, TransferBytes, GraphNodeRef, ActivityIds {
   std::uint8_t copy_kind;  // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP, ...
   std::uint8_t src_kind;   // CUpti_ActivityMemoryKind
   std::uint8_t dst_kind;
   std::uint8_t flags;      // CUpti_ActivityFlag (async bit)
 };
-static_assert(sizeof(MemcpyRecord) == 56);
+static_assert(sizeof(MemcpyRecord) == 56 && offset_in<MemcpyRecord>(&MemcpyRecord::bytes) == 16 &&
+              offset_in<MemcpyRecord>(&MemcpyRecord::graph_node_id) == 24 &&
+              offset_in<MemcpyRecord>(&MemcpyRecord::correlation_id) == 32 &&
+              offset_in<MemcpyRecord>(&MemcpyRecord::copy_kind) == 52);
 
-struct MemsetRecord {
-  std::uint64_t start_ns;
-  std::uint64_t end_ns;
-  std::uint64_t bytes;
-  std::uint64_t graph_node_id;
-  std::uint32_t correlation_id;
-  std::uint32_t device_id;
-  std::uint32_t context_id;
-  std::uint32_t stream_id;
-  std::uint32_t graph_id;
+struct MemsetRecord : TimeSpan, TransferBytes, GraphNodeRef, ActivityIds {
   std::uint32_t value;
   std::uint16_t memory_kind;
   std::uint16_t flags;
   std::uint32_t reserved;
 };
-static_assert(sizeof(MemsetRecord) == 64);
+static_assert(sizeof(MemsetRecord) == 64 && offset_in<MemsetRecord>(&MemsetRecord::bytes) == 16 &&
+              offset_in<MemsetRecord>(&MemsetRecord::graph_node_id) == 24 &&
+              offset_in<MemsetRecord>(&MemsetRecord::correlation_id) == 32 &&
+              offset_in<MemsetRecord>(&MemsetRecord::value) == 52);
 
 inline constexpr std::uint8_t kApiDomainRuntime = 1;
 inline constexpr std::uint8_t kApiDomainDriver = 2;
 
-struct ApiCallRecord {
-  std::uint64_t start_ns;
-  std::uint64_t end_ns;
+struct ApiCallRecord : TimeSpan {
   std::uint64_t tid;  // OS thread id (gettid)
   std::uint32_t pid;
   std::uint32_t correlation_id;
@@ -175,7 +196,7 @@ struct ApiCallRecord {
   std::uint8_t reserved0;
   std::uint16_t reserved1;
 };
-static_assert(sizeof(ApiCallRecord) == 40);
+static_assert(sizeof(ApiCallRecord) == 40 && offset_in<ApiCallRecord>(&ApiCallRecord::tid) == 16);
 
 struct ApiNameRecord {
   std::uint32_t domain;
@@ -186,17 +207,14 @@ struct ApiNameRecord {
 static_assert(sizeof(ApiNameRecord) == 16);
 
 // NVTX push/pop ranges nest per thread and per domain (the NVTX rule); the reader pairs them that way.
-struct NvtxPushRecord {
-  std::uint64_t ts_ns;
-  std::uint64_t tid;
-  std::uint32_t text_sid;
-  std::uint32_t domain_sid;  // 0: the default domain
+struct NvtxPushRecord : ThreadInstant, NvtxText {
   std::uint32_t category;
   // The range's NVTX payload when it is an unsigned 32-bit one, else 0 (0 in logs before 1.2). The torch
   // observer's operator ranges carry autograd's link there (encode_autograd_link).
   std::uint32_t payload;
 };
-static_assert(sizeof(NvtxPushRecord) == 32);
+static_assert(sizeof(NvtxPushRecord) == 32 && offset_in<NvtxPushRecord>(&NvtxPushRecord::text_sid) == 16 &&
+              offset_in<NvtxPushRecord>(&NvtxPushRecord::category) == 24);
 
 // The torch observer's payload on an operator range: autograd's sequence number and, on a backward node,
 // the RecordFunction thread id of its forward thread, in 32 bits: the id in the low 8 (255 for any above),
@@ -215,49 +233,37 @@ constexpr std::int64_t autograd_link_sequence_nr(std::uint32_t payload) {
 }
 constexpr std::uint64_t autograd_link_forward_thread(std::uint32_t payload) { return payload & 0xffu; }
 
-struct NvtxPopRecord {
-  std::uint64_t ts_ns;
-  std::uint64_t tid;
+struct NvtxPopRecord : ThreadInstant {
   std::uint32_t domain_sid;
   std::uint32_t reserved;
 };
-static_assert(sizeof(NvtxPopRecord) == 24);
+static_assert(sizeof(NvtxPopRecord) == 24 && offset_in<NvtxPopRecord>(&NvtxPopRecord::domain_sid) == 16);
 
 // Start/end ranges may end on another thread; the id the tracer returned from nvtxRangeStart pairs them.
-struct NvtxStartRecord {
+struct RangeInstant {
   std::uint64_t ts_ns;
   std::uint64_t range_id;
   std::uint64_t tid;
-  std::uint32_t text_sid;
-  std::uint32_t domain_sid;
+};
+struct NvtxStartRecord : RangeInstant, NvtxText {
   std::uint32_t category;
   std::uint32_t reserved;
 };
-static_assert(sizeof(NvtxStartRecord) == 40);
+static_assert(sizeof(NvtxStartRecord) == 40 && offset_in<NvtxStartRecord>(&NvtxStartRecord::text_sid) == 24 &&
+              offset_in<NvtxStartRecord>(&NvtxStartRecord::category) == 32);
 
-struct NvtxEndRecord {
-  std::uint64_t ts_ns;
-  std::uint64_t range_id;
-  std::uint64_t tid;
-};
+struct NvtxEndRecord : RangeInstant {};
 static_assert(sizeof(NvtxEndRecord) == 24);
 
-struct NvtxMarkRecord {
-  std::uint64_t ts_ns;
-  std::uint64_t tid;
-  std::uint32_t text_sid;
-  std::uint32_t domain_sid;
-};
-static_assert(sizeof(NvtxMarkRecord) == 24);
+struct NvtxMarkRecord : ThreadInstant, NvtxText {};
+static_assert(sizeof(NvtxMarkRecord) == 24 && offset_in<NvtxMarkRecord>(&NvtxMarkRecord::text_sid) == 16);
 
 // cudaProfilerStart / cudaProfilerStop (or the driver's cuProfilerStart / Stop), seen on API entry.
-struct WindowRecord {
-  std::uint64_t ts_ns;
-  std::uint64_t tid;
+struct WindowRecord : ThreadInstant {
   std::uint32_t correlation_id;  // of the start/stop call: activity of a window has ids between the two
   std::uint32_t reserved;
 };
-static_assert(sizeof(WindowRecord) == 24);
+static_assert(sizeof(WindowRecord) == 24 && offset_in<WindowRecord>(&WindowRecord::correlation_id) == 16);
 
 // One CUDA graph node created (stream capture or explicit cudaGraphAdd*Node) and the NVTX push/pop stack
 // open on the creating thread at that moment, outermost first.
@@ -272,12 +278,9 @@ struct GraphNodeRecord {
 };
 static_assert(sizeof(GraphNodeRecord) == 40);
 
-struct StackEntry {
-  std::uint32_t text_sid;
-  std::uint32_t domain_sid;
-};
+// One range of the stack a graph node was created or captured under.
+using StackEntry = NvtxText;
 static_assert(sizeof(StackEntry) == 8);
-
 // A node cloned from another (cudaGraphClone, and instantiation, which clones the graph into the
 // executable graph): activity of the clone leads back to the original's capture-time stack.
 struct GraphNodeCloneRecord {
@@ -359,9 +362,6 @@ struct TrailerRecord {
   std::uint64_t strings_written;
 };
 static_assert(sizeof(TrailerRecord) == 32);
-
-template <typename T>
-inline constexpr bool kIsPayload = std::is_trivially_copyable_v<T> && std::has_unique_object_representations_v<T>;
 
 // Writes one record (header, fixed part, optional tail) at `out`, which must have record_bytes() free;
 // returns the position after it. The caller guarantees sizes below kMaxPayloadBytes.

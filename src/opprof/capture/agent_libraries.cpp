@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "contract/opprof_contract.h"
 #include "opprof/util/text.hpp"
 
 namespace fs = std::filesystem;
@@ -11,10 +12,12 @@ namespace fs = std::filesystem;
 namespace opprof {
 namespace {
 
+// The in-process agents' file names and variables are the contract's (python/opprof finds them by the same
+// names); the dump tool is found by the engine alone.
 constexpr AgentInfo kAgents[] = {
-    {"tracer", "libopprof_tracer.so", "OPPROF_TRACER_LIB", "agents/tracer"},
-    {"torch observer", "libopprof_torch_observer.so", "OPPROF_TORCH_OBSERVER_LIB", "agents/torch_observer"},
-    {"call ranges", "opprof_call_ranges", "OPPROF_CALL_RANGES_DIR", "agents/call_ranges"},
+    {"tracer", OPPROF_TRACER_LIBRARY, OPPROF_ENV_TRACER_LIB, "agents/tracer"},
+    {"torch observer", OPPROF_TORCH_OBSERVER_LIBRARY, OPPROF_ENV_TORCH_OBSERVER_LIB, "agents/torch_observer"},
+    {"call ranges", OPPROF_CALL_RANGES_EXTENSION, OPPROF_ENV_CALL_RANGES_DIR, "agents/call_ranges"},
     {"trace dump", "opprof_trace_dump", "OPPROF_TRACE_DUMP", "agents/tracer"},
 };
 
@@ -73,6 +76,8 @@ bool try_place(const AgentInfo& info, Agent agent, const fs::path& dir, std::str
 }  // namespace
 
 const AgentInfo& agent_info(Agent agent) { return kAgents[static_cast<int>(agent)]; }
+
+std::string auto_capture_backend(bool tracer_found) { return tracer_found ? "tracer" : "torch"; }
 
 std::string AgentLocation::looked_at_text() const { return join(looked_at, ", "); }
 

@@ -53,4 +53,8 @@ struct AgentSearchContext {
 
 AgentLocation find_agent(Agent agent, const AgentSearchContext& context = AgentSearchContext::from_this_process());
 
+// The capture backend `opprof profile --backend auto` uses: "tracer" where the tracer library was found, else
+// "torch" (torch.profiler). The one rule: `opprof profile` runs by it and `opprof doctor` reports it.
+std::string auto_capture_backend(bool tracer_found);
+
 }  // namespace opprof

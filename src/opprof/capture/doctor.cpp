@@ -180,14 +180,13 @@ std::string find_ncu(const std::string& given, std::vector<std::string>* looked_
 }
 
 std::string auto_backend(const AgentLocation& tracer, std::string* why) {
-  if (tracer.found()) {
+  if (tracer.found())
     *why = fmt::format("{} found ({})", agent_info(Agent::kTracer).file, tracer.found_by);
-    return "tracer";
-  }
-  *why = tracer.error.empty() ? fmt::format("{} not found (looked at {})", agent_info(Agent::kTracer).file,
-                                            tracer.looked_at_text())
-                              : tracer.error;
-  return "torch";
+  else
+    *why = tracer.error.empty() ? fmt::format("{} not found (looked at {})", agent_info(Agent::kTracer).file,
+                                              tracer.looked_at_text())
+                                : tracer.error;
+  return auto_capture_backend(tracer.found());
 }
 
 DoctorReport run_doctor(const DoctorOptions& options) {

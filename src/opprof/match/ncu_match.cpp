@@ -29,26 +29,35 @@ struct ProcessSequence {
   std::vector<std::uint32_t> items;
 };
 
+// The CPU timestamps of the timeline's launches, looked up by process and correlation id.
+class LaunchTimes {
+ public:
+  explicit LaunchTimes(const Timeline& tl) {
+    keys_.reserve(tl.launches.size());
+    for (std::size_t i = 0; i < tl.launches.size(); ++i)
+      if (tl.launches.correlation[i] != kNoCorrelation)
+        keys_.emplace_back(tl.launches.pid[i], tl.launches.correlation[i], tl.launches.cpu_start_ns[i]);
+    std::sort(keys_.begin(), keys_.end());
+  }
+  // The earliest launch of that process and correlation id; none for kNoCorrelation or an unknown pair.
+  std::optional<std::int64_t> find(std::uint32_t pid, std::uint64_t correlation) const {
+    if (correlation == kNoCorrelation) return std::nullopt;
+    auto it = std::lower_bound(keys_.begin(), keys_.end(),
+                               Key{pid, correlation, std::numeric_limits<std::int64_t>::min()});
+    if (it == keys_.end() || std::get<0>(*it) != pid || std::get<1>(*it) != correlation) return std::nullopt;
+    return std::get<2>(*it);
+  }
+
+ private:
+  using Key = std::tuple<std::uint32_t, std::uint64_t, std::int64_t>;  // pid, correlation id, CPU start
+  std::vector<Key> keys_;
+};
+
 // Timeline kernels (kind kernel) per process in launch order: the CPU timestamp of the launch with the same
 // process and correlation id, else the kernel's own start. Launch order is the order ncu replays in; start
 // order differs when streams run concurrently. Processes come in order of their first launch.
 std::vector<ProcessSequence> timeline_in_launch_order(const Timeline& tl) {
-  struct Launch {
-    std::uint32_t pid;
-    std::uint64_t correlation;
-    std::int64_t cpu_start;
-  };
-  std::vector<Launch> launches;
-  launches.reserve(tl.launches.size());
-  for (std::size_t i = 0; i < tl.launches.size(); ++i) {
-    if (tl.launches.correlation[i] == kNoCorrelation) continue;
-    launches.push_back({tl.launches.pid[i], tl.launches.correlation[i], tl.launches.cpu_start_ns[i]});
-  }
-  auto by_key = [](const Launch& x, const Launch& y) {
-    return std::tie(x.pid, x.correlation, x.cpu_start) < std::tie(y.pid, y.correlation, y.cpu_start);
-  };
-  std::sort(launches.begin(), launches.end(), by_key);
-
+  const LaunchTimes launch_times(tl);
   struct Entry {
     std::uint32_t pid;
     std::int64_t order_time;
@@ -59,15 +68,10 @@ std::vector<ProcessSequence> timeline_in_launch_order(const Timeline& tl) {
   entries.reserve(tl.kernels.size());
   for (std::size_t k = 0; k < tl.kernels.size(); ++k) {
     if (tl.kernels.kind[k] != ActivityKind::kKernel) continue;
-    Entry e{tl.kernels.pid[k], tl.kernels.start_ns[k], tl.kernels.start_ns[k], static_cast<std::uint32_t>(k)};
-    if (tl.kernels.correlation[k] != kNoCorrelation && !launches.empty()) {
-      Launch probe{e.pid, tl.kernels.correlation[k], std::numeric_limits<std::int64_t>::min()};
-      auto it = std::lower_bound(launches.begin(), launches.end(), probe, by_key);
-      if (it != launches.end() && it->pid == probe.pid && it->correlation == probe.correlation) {
-        e.order_time = it->cpu_start;
-      }
-    }
-    entries.push_back(e);
+    const std::int64_t start = tl.kernels.start_ns[k];
+    const std::uint32_t pid = tl.kernels.pid[k];
+    entries.push_back({pid, launch_times.find(pid, tl.kernels.correlation[k]).value_or(start), start,
+                       static_cast<std::uint32_t>(k)});
   }
   // Kernels of one launch (a CUDA graph) keep their start order.
   std::sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {

@@ -78,10 +78,11 @@ std::string resolve_backend(const ProfileRequest& r, const CaptureEnvironment& e
     throw InputError("--backend tracer", "libopprof_tracer.so not found (looked at " + env.tracer.looked_at +
                                              "); build it (needs CUPTI) or set OPPROF_TRACER_LIB");
   if (r.backend != "auto") return r.backend;
-  if (!env.tracer.path.empty()) return "tracer";
-  notes.push_back("backend: torch.profiler (libopprof_tracer.so not found at " + env.tracer.looked_at +
-                  "; build opprof where CUPTI is installed for the lighter tracer backend)");
-  return "torch";
+  const std::string backend = auto_capture_backend(!env.tracer.path.empty());
+  if (backend == "torch")
+    notes.push_back("backend: torch.profiler (libopprof_tracer.so not found at " + env.tracer.looked_at +
+                    "; build opprof where CUPTI is installed for the lighter tracer backend)");
+  return backend;
 }
 
 void require_gpu(const ProfileRequest& r, const CaptureEnvironment& env) {
