@@ -9,7 +9,8 @@ std::vector<Command> g_commands;
 
 void register_commands(CLI::App& app) {
   g_commands = {add_attribute_command(app), add_report_command(app), add_compare_command(app),
-                add_profile_command(app), add_metrics_command(app), add_doctor_command(app)};
+                add_profile_command(app), add_metrics_command(app), add_doctor_command(app),
+                add_optimize_command(app)};
 }
 
 int run_selected(CLI::App&, const std::vector<std::string>& program) {

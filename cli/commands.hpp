@@ -13,7 +13,7 @@ struct Command {
   CLI::App* app = nullptr;
   // Runs the parsed command; program holds the words after "--". Returns the exit code.
   std::function<int(const std::vector<std::string>& program)> run;
-  bool takes_program = false;  // only `opprof profile` runs a program given after --
+  bool takes_program = false;  // `opprof profile` runs a program given after --; optimize says why it cannot
 };
 
 // The options of a subcommand that passes one library request on: the request, which CLI11 fills in, and
@@ -32,6 +32,7 @@ Command add_compare_command(CLI::App& app);
 Command add_profile_command(CLI::App& app);
 Command add_metrics_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
+Command add_optimize_command(CLI::App& app);
 
 // Adds every subcommand to app.
 void register_commands(CLI::App& app);

@@ -122,13 +122,18 @@ std::map<std::string, std::string> python_env(const CaptureEnvironment& env) {
   return out;
 }
 
-CaptureEnvironment probe_capture_environment(const ProfileRequest& r) {
+CaptureEnvironment python_side_environment() {
   CaptureEnvironment env;
   env.python_source = python_source_dir();
   if (const char* old = std::getenv("PYTHONPATH")) env.pythonpath = old;
   std::error_code ec;
   if (const fs::path self = fs::read_symlink("/proc/self/exe", ec); !ec) env.opprof_bin = self.string();
   env.cwd = fs::current_path();
+  return env;
+}
+
+CaptureEnvironment probe_capture_environment(const ProfileRequest& r) {
+  CaptureEnvironment env = python_side_environment();
   std::time_t t = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&t));

@@ -62,6 +62,10 @@ struct CaptureEnvironment {
   std::string timestamp;      // "20250102-030405", for the default output directory
 };
 
+// What a Python process opprof starts needs of this machine, without probing it: opprof's python/ in a
+// source tree, the parent's PYTHONPATH, this executable, the working directory (the rest is left empty).
+CaptureEnvironment python_side_environment();
+
 // Runs the GPU probe and looks up ncu and the libraries the request may need.
 CaptureEnvironment probe_capture_environment(const ProfileRequest& request);
 
