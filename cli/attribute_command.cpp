@@ -5,15 +5,23 @@
 #include "cli/commands.hpp"
 #include "cli/progress_printer.hpp"
 #include "opprof/pipeline/attribute.hpp"
+#include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/util/error.hpp"
 
 namespace opprof::cli {
 
 Command add_attribute_command(CLI::App& app) {
   auto o = std::make_shared<CommandOptions<AttributeRequest>>();
+  auto job_dir = std::make_shared<std::string>();
   AttributeRequest& r = o->request;
   auto* cmd = app.add_subcommand("attribute", "Attribute a capture's kernels to operators and modules, with ncu counters");
-  cmd->add_option("--trace", r.trace, "Timeline: torch.profiler trace JSON (.json or .json.gz)")->required();
+  auto* trace = cmd->add_option("--trace", r.trace, "Timeline: torch.profiler trace JSON (.json or .json.gz)");
+  auto* job = cmd->add_option("--job", *job_dir,
+                              "A multi-process job's capture directory (its rank<R>/ and pid<P>/ folders, as `opprof "
+                              "profile -- torchrun ...` writes them), instead of --trace and --inductor: each "
+                              "process's timeline and Inductor files are found in its folder, --ncu is the job's CSV");
+  trace->excludes(job);
+  job->excludes(trace);
   cmd->add_option("--ncu", r.ncu, "ncu --csv --page raw --print-units base output of the same window (.csv or .csv.gz)");
   cmd->add_option("--inductor", r.inductor,
                   "Inductor debug directory (TORCH_COMPILE_DEBUG_DIR or opprof's capture directory)");
@@ -39,11 +47,18 @@ Command add_attribute_command(CLI::App& app) {
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
       "Exit status: 0 done, 2 bad input, 1 other failure.");
-  return {cmd, [o](const std::vector<std::string>&) {
+  return {cmd, [o, job_dir](const std::vector<std::string>&) {
             // -o "" would mean "write nothing" to the library: on the command line it is a mistake.
             if (o->request.output.empty()) throw InputError("-o", "the output path is empty");
             ProgressPrinter printer(o->quiet);
-            attribute_capture(o->request, &printer);
+            if (!job_dir->empty()) {
+              if (!o->request.inductor.empty())
+                throw InputError("--inductor", "with --job each process's Inductor files are found in its folder");
+              attribute_job(JobRequest{*job_dir, "", o->request}, &printer);
+            } else {
+              if (o->request.trace.empty()) throw InputError("opprof attribute", "give --trace (or --job)");
+              attribute_capture(o->request, &printer);
+            }
             return 0;
           }};
 }

@@ -76,6 +76,11 @@ Command add_profile_command(CLI::App& app) {
   cmd->add_option("--ncu", o.ncu, "Path to ncu (default: PATH, then /usr/local/cuda/bin/ncu)");
   cmd->add_option("--python", o.python, "Python interpreter with torch")->capture_default_str();
   cmd->add_flag("--skip-ncu", o.skip_ncu, "Timeline and attribution only (no hardware counters)");
+  cmd->add_flag("--multi-process", o.multi_process,
+                "The program starts the processes that run CUDA (a launcher): each writes its own capture folder\n"
+                "(rank<R>/ from RANK or LOCAL_RANK, else pid<P>/), attributed into one profile with the rank of every\n"
+                "row. Implied for `-- torchrun ... train.py` and `-- python -m torch.distributed.run ...`, whose\n"
+                "processes also run opprof's capture runner");
   cmd->add_flag("-q,--quiet", options->quiet, "Less progress output");
   cmd->add_option("--backend", o.backend,
                   "Pass A's timeline capture: tracer (libopprof_tracer.so through CUDA/NVTX injection), torch\n"

@@ -41,7 +41,8 @@ CREATE TABLE kernels (
   graph_node           INTEGER,              -- CUDA graph node id; NULL when unknown
   registers_per_thread INTEGER,              -- NULL when unknown
   shared_mem_bytes     INTEGER NOT NULL,     -- static + dynamic, per block
-  bytes                INTEGER NOT NULL      -- memcpy/memset size; 0 for kernels
+  bytes                INTEGER NOT NULL,     -- memcpy/memset size; 0 for kernels
+  rank                 INTEGER               -- the process's rank in a multi-process job (processes); NULL otherwise
 );
 
 CREATE TABLE launches (
@@ -52,7 +53,8 @@ CREATE TABLE launches (
   cpu_start_ns INTEGER NOT NULL,
   cpu_end_ns   INTEGER NOT NULL,
   correlation  INTEGER,
-  external_id  INTEGER
+  external_id  INTEGER,
+  rank         INTEGER               -- as kernels.rank
 );
 
 CREATE TABLE ranges (
@@ -67,7 +69,8 @@ CREATE TABLE ranges (
   start_ns    INTEGER NOT NULL,
   end_ns      INTEGER NOT NULL,
   depth       INTEGER,              -- nesting depth among the owner's ranges; NULL when not computed
-  external_id INTEGER
+  external_id INTEGER,
+  rank        INTEGER               -- as kernels.rank
 );
 
 -- One row per kernels row: what attribution concluded.
@@ -88,7 +91,7 @@ CREATE TABLE attribution (
   reason            TEXT,           -- why unattributed; NULL when attributed
   opaque            INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
   opaque_backend    TEXT,
-  phase             TEXT NOT NULL,  -- forward | backward | optimizer | other
+  phase             TEXT NOT NULL,  -- forward | backward | optimizer | other | communication
   forward_op        TEXT            -- backward kernels: the forward operator they differentiate
 );
 
@@ -137,7 +140,8 @@ CREATE TABLE ncu_rows (
   -- kernels.id of the kernel of the same name this row pairs with in invocation order although its grid or
   -- block differ (another launch configuration: autotuned separately in the two runs); NULL otherwise. Equal
   -- to matched_kernel_id, or with matched_kernel_id NULL when --strict-launch-config refused the pair.
-  launch_config_kernel_id INTEGER
+  launch_config_kernel_id INTEGER,
+  rank                    INTEGER         -- the rank of the pass-B process that wrote the row (processes.counters_pid)
 );
 
 -- Aggregates per operator, module and kernel family; id 0 has the most kernel time. Derived figures are
@@ -210,7 +214,8 @@ CREATE TABLE coverage (
   phase_forward_ns             INTEGER NOT NULL,  -- kernel time by attribution.phase
   phase_backward_ns            INTEGER NOT NULL,
   phase_optimizer_ns           INTEGER NOT NULL,
-  phase_other_ns               INTEGER NOT NULL
+  phase_other_ns               INTEGER NOT NULL,
+  phase_communication_ns       INTEGER NOT NULL   -- NCCL kernels, copies inside collectives
 );
 
 -- Unattributed kernel time by family and reason, largest first.
@@ -265,11 +270,76 @@ CREATE TABLE dedup_verify (
   max_rel    REAL NOT NULL               -- the largest of them
 );
 
+-- A multi-process job (opprof profile -- torchrun ...): one row per process; the tables below are empty for a
+-- single-process profile.
+CREATE TABLE processes (
+  id           INTEGER PRIMARY KEY,
+  pid          INTEGER NOT NULL,   -- pass A's process: kernels.pid, launches.pid, ranges.pid; 0 when it left no capture
+  rank         INTEGER,            -- RANK (else LOCAL_RANK) as the launcher set it; NULL without one
+  local_rank   INTEGER,
+  world_size   INTEGER,
+  folder       TEXT,               -- its capture folder (rank0, pid4242); NULL for a rank without one
+  counters_pid INTEGER,            -- pass B's process (ncu_rows.pid); NULL when unknown
+  status       TEXT NOT NULL,      -- ok | truncated | missing | failed | idle (no GPU activity)
+  problem      TEXT,               -- what is wrong with its capture; NULL when nothing
+  kernels      INTEGER NOT NULL,   -- activities of kind kernel attributed for it
+  ncu_rows     INTEGER NOT NULL    -- ncu rows of its pass-B process
+);
+
+-- Per process with a timeline: kernel time by phase, communication and its overlap with computation.
+CREATE TABLE rank_summary (
+  process_id               INTEGER PRIMARY KEY REFERENCES processes(id),
+  rank                     INTEGER,
+  kernels                  INTEGER NOT NULL,
+  kernel_time_ns           INTEGER NOT NULL,  -- summed durations of its kernels
+  time_vs_mean             REAL,              -- kernel_time_ns / the mean over the job's processes (imbalance)
+  compute_ns               INTEGER NOT NULL,  -- kernels outside the communication phase
+  communication_kernel_ns  INTEGER NOT NULL,  -- NCCL kernels, summed (= phase_communication_ns)
+  communication_copy_ns    INTEGER NOT NULL,  -- copies and fills inside collectives (gloo's), summed; not kernel time
+  communication_ns         INTEGER NOT NULL,  -- the union of both: GPU time with communication on the device
+  overlap_ns               INTEGER NOT NULL,  -- of that union, the time a computation kernel of the process ran
+  exposed_communication_ns INTEGER NOT NULL,  -- communication_ns minus overlap_ns
+  cpu_communication_ns     INTEGER NOT NULL,  -- union of the collectives' CPU ranges (gloo reduces on the CPU)
+  cpu_overlap_ns           INTEGER NOT NULL,  -- of that, the time a computation kernel of the process ran
+  busy_ns                  INTEGER NOT NULL,  -- union of its activities on the GPU
+  span_ns                  INTEGER NOT NULL,  -- earliest start to latest end of its activities and collective CPU ranges
+  phase_forward_ns         INTEGER NOT NULL,  -- kernel time by attribution.phase
+  phase_backward_ns        INTEGER NOT NULL,
+  phase_optimizer_ns       INTEGER NOT NULL,
+  phase_other_ns           INTEGER NOT NULL,
+  phase_communication_ns   INTEGER NOT NULL
+);
+
+-- Kernel time of each operator and module on each process (the operators / modules tables are the job's).
+CREATE TABLE rank_groups (
+  group_kind TEXT NOT NULL,     -- operator | module
+  key        TEXT NOT NULL,     -- operators.key / modules.key
+  process_id INTEGER NOT NULL,  -- processes.id
+  rank       INTEGER,
+  kernels    INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  PRIMARY KEY (group_kind, key, process_id)
+) WITHOUT ROWID;
+
+-- Every communication activity and collective CPU range, per process in time order.
+CREATE TABLE collectives (
+  id          INTEGER PRIMARY KEY,
+  process_id  INTEGER NOT NULL,  -- processes.id
+  rank        INTEGER,
+  source      TEXT NOT NULL,     -- kernel (kernels.id in kernel_id) | cpu_range (ranges.id in range_id)
+  collective  TEXT,              -- allreduce, AllReduce, all_reduce, broadcast, ...; NULL when the name gives none
+  kernel_id   INTEGER,
+  range_id    INTEGER,
+  start_ns    INTEGER NOT NULL,
+  end_ns      INTEGER NOT NULL,
+  duration_ns INTEGER NOT NULL
+);
+
 -- Every activity with its name and attribution: the table most analyses start from.
 CREATE VIEW kernel_view AS
 SELECT k.id, k.kind, n.name, n.mangled, k.pid, k.device, k.context, k.stream, k.start_ns, k.end_ns, k.duration_ns,
        k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, k.correlation, k.external_id, k.graph_id,
-       k.graph_node, k.registers_per_thread, k.shared_mem_bytes, k.bytes,
+       k.graph_node, k.registers_per_thread, k.shared_mem_bytes, k.bytes, k.rank,
        a.path, a.confidence, a.op, a.top_op, a.module, a.module_source, a.fused_ops, a.fx_nodes,
        a.provenance_handle, a.source_line, a.family, a.reason, a.opaque, a.opaque_backend, a.phase, a.forward_op
 FROM kernels k

@@ -45,6 +45,10 @@
 /* Layer dedup (docs/dedup.md): the NVTX range pass B's hooks push around launches ncu is to skip
  * (ncu --nvtx --nvtx-exclude "opprof.dup/"). */
 #define OPPROF_DEDUP_RANGE "opprof.dup"
+/* A multi-process job's capture directory holds one capture directory per process: rank<R>/ for a process
+ * started with RANK (else LOCAL_RANK) in its environment, pid<P>/ for one without. */
+#define OPPROF_RANK_DIR_PREFIX "rank"
+#define OPPROF_PROCESS_DIR_PREFIX "pid"
 
 /* The in-process libraries, as built and installed. */
 #define OPPROF_TRACER_LIBRARY "libopprof_tracer.so"
@@ -59,6 +63,8 @@
 #define OPPROF_ENV_TRACE_WINDOW "OPPROF_TRACE_WINDOW"             /* 1: the tracer keeps the capture window only */
 #define OPPROF_ENV_TRACE_WINDOW_SWITCH "OPPROF_TRACE_WINDOW_SWITCH" /* 0: GPU activity stays on outside windows */
 #define OPPROF_ENV_TRACE_DEFER_OPERATORS "OPPROF_TRACE_DEFER_OPERATORS" /* 0: every operator range is written */
+/* 1: every process writes its own log, <dir of OPPROF_TRACE_FILE>/rank<R>/<file name> (or pid<P>/) */
+#define OPPROF_ENV_TRACE_PER_PROCESS "OPPROF_TRACE_PER_PROCESS"
 #define OPPROF_ENV_TRACE_BUFFERS "OPPROF_TRACE_BUFFERS"           /* CUPTI activity buffers in the pool */
 #define OPPROF_ENV_TRACE_BUFFER_KB "OPPROF_TRACE_BUFFER_KB"       /* size of one buffer */
 #define OPPROF_ENV_DEDUP_PLAN "OPPROF_DEDUP_PLAN"                 /* pass B: the dedup plan its hooks read */

@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +123,26 @@ void write_chunk(const char* data, std::size_t n) {
   }
 }
 
+// A job's processes (torchrun's ranks, a launcher's children) inherit one OPPROF_TRACE_FILE: each writes
+// into a folder of its own beside it, rank<R>/ from RANK (else LOCAL_RANK) as the launcher set it in this
+// process's environment, else pid<P>/. The engine reads every such folder as one process of the job.
+std::string per_process_path(const std::string& path) {
+  const char* rank = std::getenv("RANK");
+  if (rank == nullptr || *rank == '\0') rank = std::getenv("LOCAL_RANK");
+  std::string folder = rank != nullptr && *rank != '\0' && std::strspn(rank, "0123456789") == std::strlen(rank)
+                           ? std::string(OPPROF_RANK_DIR_PREFIX) + rank
+                           : std::string(OPPROF_PROCESS_DIR_PREFIX) + std::to_string(getpid());
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  folder = dir + folder;
+  if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+    std::string msg = "cannot create " + folder + ": " + std::strerror(errno) + "; writing " + path;
+    note(msg.c_str());
+    return path;
+  }
+  return folder + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
 void open_output() {
   std::call_once(g_open_once, [] {
     g_out.window_only = env_flag(OPPROF_ENV_TRACE_WINDOW);
@@ -133,6 +154,7 @@ void open_output() {
     } else {
       path = "opprof-trace-" + std::to_string(getpid()) + ".bin";
     }
+    if (env_flag(OPPROF_ENV_TRACE_PER_PROCESS)) path = per_process_path(path);
     // Child processes inherit the injection variables (Inductor's compile workers, DataLoader workers
     // started by exec): a child that initializes CUDA must not truncate the log its live parent is
     // writing. It writes beside it, to <path>.<pid>.

@@ -21,7 +21,11 @@ the kernels pass A compiled and kernel names agree. Pass A clears that cache fir
 Inductor writes no output_code.py or provenance JSON, which the engine needs.
 
 Writes CAP/capture.json (pass A) or CAP/capture_counters.json (pass B): versions, device, command,
-window, wall times, SM clock, error. Exit status: 0 ok, 1 the workload failed (what was captured is
+window, wall times, SM clock, error, and the process (pid, rank, world size).
+
+In a multi-process job (OPPROF_TRACE_PER_PROCESS=1: `opprof profile -- torchrun ...` runs this module in
+every rank, `torchrun ... -m opprof.capture ... -- train.py`) CAP is the job's directory and each process
+writes into CAP/rank<R>/ (RANK, else LOCAL_RANK), else CAP/pid<P>/, the folder its tracer log goes to. Exit status: 0 ok, 1 the workload failed (what was captured is
 kept), 2 bad usage or environment, 3 the capture window never opened.
 """
 
@@ -107,6 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-structure", action="store_true",
                         help="do not record the model's structural classes (opprof_structure.json, for layer dedup)")
     return parser
+
+
+def per_process() -> bool:
+    """Whether this process is one of a job's (opprof profile -- torchrun ...): each writes its own capture."""
+    return os.environ.get(contract.ENV_TRACE_PER_PROCESS, "0") not in ("", "0")
+
+
+def process_dir_name() -> str:
+    """This process's capture folder in a job, named as the tracer names it: rank<R> from RANK (else
+    LOCAL_RANK), pid<P> without one."""
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
+    if rank and rank.isdigit():
+        return f"{contract.RANK_DIR_PREFIX}{rank}"
+    return f"{contract.PROCESS_DIR_PREFIX}{os.getpid()}"
+
+
+def process_identity() -> dict[str, Any]:
+    def number(name: str) -> int | None:
+        value = os.environ.get(name, "")
+        return int(value) if value.isdigit() else None
+
+    return {"pid": os.getpid(), "rank": number("RANK"), "local_rank": number("LOCAL_RANK"),
+            "world_size": number("WORLD_SIZE"), "local_world_size": number("LOCAL_WORLD_SIZE"),
+            "host": os.uname().nodename}
 
 
 def split_script_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -293,6 +321,8 @@ class Capture:
         # With the tracer the trace is the injected library's log, written where OPPROF_TRACE_FILE says.
         self.tracer = args.pass_ == "timeline" and args.backend == "tracer"
         tracer_file = os.environ.get(contract.ENV_TRACE_FILE) if self.tracer else None
+        if tracer_file and per_process():  # the tracer writes into this process's folder (out already is it)
+            tracer_file = str(out / Path(tracer_file).name)
         self.trace_path = Path(tracer_file).resolve() if tracer_file else out / (
             TRACER_TRACE_FILENAME if self.tracer else TRACE_FILENAME)
         self.record: dict[str, Any] = {
@@ -323,6 +353,9 @@ class Capture:
             "stdout_redirected_to_stderr": args.pass_ == "counters",
             "error": None,
             "exit_code": None,
+            # Which process of a job this is (the rank the launcher gave it), so that the engine pairs
+            # pass A's and pass B's processes of one rank; the pids differ between the passes.
+            "process": process_identity(),
         }
         self.fx_recorder: Any = None
         self.hooks: Any = None
@@ -779,6 +812,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pass_ == "counters":
         keep_stdout_clean()
     out = Path(args.out).resolve()
+    if per_process():
+        out = out / process_dir_name()
     out.mkdir(parents=True, exist_ok=True)
     log(f"pass {args.pass_} -> {out}")
     return Capture(args, script_argv, out, argv).run()

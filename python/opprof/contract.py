@@ -37,6 +37,10 @@ DEDUP_PLAN_FILE = "dedup_plan.json"
 # Layer dedup: the NVTX range pass B's hooks push around launches ncu is to skip.
 DEDUP_RANGE = "opprof.dup"
 
+# A multi-process job's per-process capture directories: rank<R>/ (RANK, else LOCAL_RANK), else pid<P>/.
+RANK_DIR_PREFIX = "rank"
+PROCESS_DIR_PREFIX = "pid"
+
 # The in-process libraries.
 TRACER_LIBRARY = "libopprof_tracer.so"
 TORCH_OBSERVER_LIBRARY = "libopprof_torch_observer.so"
@@ -50,6 +54,7 @@ ENV_TRACE_FILE = "OPPROF_TRACE_FILE"
 ENV_TRACE_WINDOW = "OPPROF_TRACE_WINDOW"
 ENV_TRACE_WINDOW_SWITCH = "OPPROF_TRACE_WINDOW_SWITCH"
 ENV_TRACE_DEFER_OPERATORS = "OPPROF_TRACE_DEFER_OPERATORS"
+ENV_TRACE_PER_PROCESS = "OPPROF_TRACE_PER_PROCESS"
 ENV_TRACE_BUFFERS = "OPPROF_TRACE_BUFFERS"
 ENV_TRACE_BUFFER_KB = "OPPROF_TRACE_BUFFER_KB"
 ENV_DEDUP_PLAN = "OPPROF_DEDUP_PLAN"

@@ -360,7 +360,7 @@ TEST_F(CompareRealProfile, ToleratesAnExtraKernelInB) {
        "INSERT INTO kernel_names (id, name) VALUES (1000000, 'void opprof_test_extra<float>(float*)');"
        "INSERT INTO kernels SELECT 1000000, kind, 1000000, pid, device, context, stream, end_ns + 1, end_ns + 501, "
        "500, grid_x, grid_y, grid_z, block_x, block_y, block_z, NULL, NULL, NULL, NULL, registers_per_thread, "
-       "shared_mem_bytes, bytes FROM kernels WHERE id = " + k50 + ";"
+       "shared_mem_bytes, bytes, rank FROM kernels WHERE id = " + k50 + ";"
        "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque, phase) "
        "VALUES (1000000, 'enclosure', 0.5, 'aten::extra', 'extra', 'thread_range', 0, 'forward');");
   const ProfileComparison c = compare_files(a(), extra);

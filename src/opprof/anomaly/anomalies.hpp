@@ -49,6 +49,8 @@ class Anomalies {
   };
 
   void record(AnomalyKind kind, std::string detail);
+  // Adds another set's counts and details (a job's processes), each detail after prefix.
+  void add(const Anomalies& other, std::string_view prefix);
   const Entry& operator[](AnomalyKind kind) const { return entries_[static_cast<std::size_t>(kind)]; }
   std::uint64_t count(AnomalyKind kind) const { return (*this)[kind].count; }
   bool empty() const;

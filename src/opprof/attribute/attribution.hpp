@@ -55,10 +55,15 @@ enum class Phase : std::uint8_t {
   kBackward = 1,   // launched inside a backward node on autograd's thread (a compiled backward graph too)
   kOptimizer = 2,  // inside the optimizer step (Optimizer.step#<Class>.step) or by a _foreach_ / fused op
   kOther = 3,      // no operator, module or optimizer step around its launch
+  // Collective communication between ranks: an NCCL kernel, or work launched inside a c10d / NCCL / gloo
+  // collective's range (gloo's device copies). Takes precedence over the others: DDP's all-reduce runs
+  // inside backward.
+  kCommunication = 4,
 };
-inline constexpr int kPhases = 4;
-inline constexpr std::array<const char*, kPhases> kPhaseNames = {"forward", "backward", "optimizer", "other"};
-static_assert(kPhaseNames.size() == static_cast<std::size_t>(Phase::kOther) + 1);
+inline constexpr int kPhases = 5;
+inline constexpr std::array<const char*, kPhases> kPhaseNames = {"forward", "backward", "optimizer", "other",
+                                                                 "communication"};
+static_assert(kPhaseNames.size() == static_cast<std::size_t>(Phase::kCommunication) + 1);
 inline const char* to_string(Phase p) { return enum_name(kPhaseNames, p); }
 
 struct AttributionTable {

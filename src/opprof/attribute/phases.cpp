@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "opprof/attribute/communication.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -137,21 +138,33 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
   std::unordered_map<std::uint32_t, ForwardInfo> forward_info;  // per backward node range
   std::unordered_map<StrId, StrId> optimizer_module;             // step annotation text -> "optimizer: AdamW"
   const StrId plain_optimizer = tl.strings.intern("optimizer");
-  std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0;
+  std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0, communication = 0;
+  std::unordered_map<StrId, bool> nccl_kernel;  // per kernel name
 
   for (std::size_t i = 0; i < k.size(); ++i) {
     const bool known = a.path[i] != AttributionPath::kNone || a.module[i] != kNoString;
     a.phase[i] = known ? Phase::kForward : Phase::kOther;
+    auto [nccl, fresh] = nccl_kernel.try_emplace(k.name[i], false);
+    if (fresh) nccl->second = is_communication_kernel(tl.str(k.name[i]));
+    if (nccl->second) {
+      a.phase[i] = Phase::kCommunication;
+      ++communication;
+      continue;
+    }
     const std::uint32_t li = launch_of[i];
     if (li == kNoIndex) continue;
     const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
     if (!th) continue;
     const std::int64_t t = l.cpu_start_ns[li];
 
-    // The optimizer step.
+    // The optimizer step, and a collective's own work (gloo's copies between the device and the host it
+    // reduces on).
     StrId step = kNoString;
+    bool collective = false;
     th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      if (step == kNoString && !optimizer_class(tl.str(r.text[iv.id])).empty()) step = r.text[iv.id];
+      std::string_view text = tl.str(r.text[iv.id]);
+      if (step == kNoString && !optimizer_class(text).empty()) step = r.text[iv.id];
+      collective = collective || is_communication_range(text);
     });
     const IntervalIndex::Interval* node = nullptr;
     bool optimizer_op = false;
@@ -161,7 +174,13 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
                                                 (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
         node = &iv;
       optimizer_op = optimizer_op || is_optimizer_operator(text);
+      collective = collective || is_communication_range(text);
     });
+    if (collective) {
+      a.phase[i] = Phase::kCommunication;
+      ++communication;
+      continue;
+    }
     if (step != kNoString || (optimizer_op && !node)) {
       a.phase[i] = Phase::kOptimizer;
       ++optimizer_kernels;
@@ -203,11 +222,12 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
       a.module_source[i] = ModuleSource::kForwardOp;
     }
   }
-  if (notes && (backward_kernels > 0 || optimizer_kernels > 0))
+  if (notes && (backward_kernels > 0 || optimizer_kernels > 0 || communication > 0))
     notes->lines.push_back(fmt::format(
         "phases: {} backward kernels ({} linked to their forward operator through autograd's sequence number), {} "
-        "optimizer kernels",
-        backward_kernels, backward_linked, optimizer_kernels));
+        "optimizer kernels{}",
+        backward_kernels, backward_linked, optimizer_kernels,
+        communication > 0 ? fmt::format(", {} communication activities", communication) : std::string()));
 }
 
 }  // namespace opprof

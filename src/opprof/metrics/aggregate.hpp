@@ -113,7 +113,7 @@ struct Coverage {
   std::size_t ncu_grid_block_disagreements = 0;
   std::size_t ncu_launch_config_differs = 0;  // rows paired with a kernel of another launch configuration
   bool ncu_strict_launch_config = false;      // ... and refused for it
-  std::int64_t by_phase_ns[kPhases] = {0, 0, 0, 0};  // indexed by Phase
+  std::int64_t by_phase_ns[kPhases] = {};  // indexed by Phase
 
   double pct(std::int64_t ns) const { return kernel_time_ns > 0 ? 100.0 * double(ns) / double(kernel_time_ns) : 0.0; }
 };

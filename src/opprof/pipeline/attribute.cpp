@@ -66,7 +66,8 @@ void require_collectable(const MetricSet& chip_set, const std::string& chip) {
 AttributeResult attribute_checked(TimelineCapture capture, const AttributeRequest& request, const CheckedInputs& in,
                                   ProgressObserver* observer);
 // Writes what attribution added to the database whose timeline tables db has written, and publishes it.
-void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer);
+void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer,
+                    const JobTables* job);
 
 }  // namespace
 
@@ -128,7 +129,9 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
     warnings.push_back(std::move(w));
   }
   for (const std::string& w : warnings) tell(observer, progress::Warning{w});
-  if (!request.ncu.empty()) {
+  if (request.ncu_rows) {
+    r.ncu = *request.ncu_rows;
+  } else if (!request.ncu.empty()) {
     Stopwatch sw;
     r.ncu = read_ncu_csv(request.ncu);
     tell(observer, progress::NcuRead{r.ncu->rows(), r.ncu->metric_names.size(), sw.seconds()});
@@ -188,11 +191,12 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   meta["timing.attribute_s"] = fmt::format("{:.3f}", attribute_s);
   r.elapsed_s = r.capture.read_s + total.seconds();
 
-  if (db) finish_profile(r, request.output, *db, observer);
+  if (db) finish_profile(r, request.output, *db, observer, nullptr);
   return r;
 }
 
-void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer) {
+void finish_profile(const AttributeResult& r, const std::string& path, ProfileDbWriter& db, ProgressObserver* observer,
+                    const JobTables* job) {
   Stopwatch sw;
   ProfileInputs in;
   in.timeline = &r.timeline();
@@ -212,6 +216,7 @@ void finish_profile(const AttributeResult& r, const std::string& path, ProfileDb
   if (!r.all_ranges) in.operator_ranges_to_keep = &r.notes.operator_on_launch_path;
   in.anomalies = &r.notes.anomalies;
   in.metadata = r.metadata;
+  in.job = job;
   db.finish(in);
   const double write_s = sw.seconds();
   tell(observer, progress::Written{path, write_s, r.elapsed_s + write_s, r.coverage.pct(r.coverage.attributed_ns),
@@ -220,9 +225,9 @@ void finish_profile(const AttributeResult& r, const std::string& path, ProfileDb
 
 }  // namespace
 
-void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer) {
+void write_profile(const AttributeResult& r, const std::string& path, ProgressObserver* observer, const JobTables* job) {
   ProfileDbWriter db(path, r.timeline(), /*background=*/false);
-  finish_profile(r, path, db, observer);
+  finish_profile(r, path, db, observer, job);
 }
 
 }  // namespace opprof

@@ -17,6 +17,7 @@
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
 #include "opprof/metrics/metric_set.hpp"
+#include "opprof/store/profile_db.hpp"
 #include "opprof/timeline/timeline.hpp"
 
 namespace opprof {
@@ -26,6 +27,7 @@ namespace opprof {
 struct AttributeRequest {
   std::string trace;            // timeline: Kineto JSON (.json/.gz), tracer log or nsys SQLite
   std::string ncu;              // ncu --csv --page raw --print-units base of the same window
+  const NcuTable* ncu_rows = nullptr;  // in place of ncu: rows already read (one process's of a job's CSV)
   std::string inductor;         // Inductor debug directory
   std::string metrics;          // metric-set file replacing the built-in set
   std::string opaque_backends;  // file of operators to flag as opaque library backends
@@ -135,7 +137,9 @@ AttributeResult attribute_capture(const AttributeRequest& request, ProgressObser
 AttributeResult attribute_capture(TimelineCapture capture, const AttributeRequest& request,
                                   ProgressObserver* observer = nullptr);
 
-// Writes the profile database atomically (store/profile_db.hpp).
-void write_profile(const AttributeResult& result, const std::string& path, ProgressObserver* observer = nullptr);
+// Writes the profile database atomically (store/profile_db.hpp); job, when given, adds a multi-process
+// job's processes and per-rank figures.
+void write_profile(const AttributeResult& result, const std::string& path, ProgressObserver* observer = nullptr,
+                   const JobTables* job = nullptr);
 
 }  // namespace opprof

@@ -9,6 +9,7 @@
 #include "opprof/capture/agent_libraries.hpp"
 #include "opprof/capture/doctor.hpp"
 #include "opprof/report/json_writer.hpp"
+#include "opprof/pipeline/launcher.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 
@@ -40,27 +41,35 @@ std::string python_source_dir() {
 }
 
 // The capture runner's arguments; backend is pass A's ("" for pass B, which runs without profiler or
-// tracer in the process).
+// tracer in the process). Under a launcher, the runner takes the script's place in the launcher's command.
 std::vector<std::string> capture_args(const ProfileRequest& r, const std::string& pass, const fs::path& out,
                                       const std::string& backend) {
-  std::vector<std::string> a = {r.python, "-m", "opprof.capture", "--pass", pass, "--out", out.string(),
-                                "--warmup", std::to_string(r.warmup), "--iters", std::to_string(r.iters)};
+  std::vector<std::string> a = {"--pass", pass, "--out", out.string(), "--warmup", std::to_string(r.warmup),
+                                "--iters", std::to_string(r.iters)};
   if (r.train) a.push_back("--train");
   if (!backend.empty()) a.insert(a.end(), {"--backend", backend});
   if (!r.workload.empty()) {
     a.insert(a.end(), {"--workload", r.workload, "--compile", r.compile});
     if (!r.compile_mode.empty()) a.insert(a.end(), {"--compile-mode", r.compile_mode});
+  } else if (const auto launcher = parse_launcher(r.command)) {
+    return launch_runner(*launcher, a);
   } else {
     a.push_back("--");
     a.insert(a.end(), r.command.begin() + (names_python(r.command) ? 1 : 0), r.command.end());
   }
+  a.insert(a.begin(), {r.python, "-m", "opprof.capture"});
   return a;
+}
+
+// The script a command runs: the launcher's training script, else the command's Python script.
+std::string script_of(const std::vector<std::string>& command) {
+  if (const auto launcher = parse_launcher(command)) return launcher->program[0];
+  return command[names_python(command) && command.size() > 1 ? 1 : 0];
 }
 
 fs::path output_dir(const ProfileRequest& r, const CaptureEnvironment& env) {
   if (!r.output.empty()) return env.cwd / r.output;
-  const std::string name = fs::path(!r.workload.empty() ? r.workload
-                                                        : r.command[r.command.size() > 1 ? 1 : 0]).stem().string();
+  const std::string name = fs::path(!r.workload.empty() ? r.workload : script_of(r.command)).stem().string();
   return env.cwd / fmt::format("opprof-{}-{}", name, env.timestamp);
 }
 
@@ -103,8 +112,7 @@ void check_profile_request(const ProfileRequest& r) {
   if (!r.command.empty()) {
     // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
     // Python script, given as "python script.py ..." or "script.py ...".
-    const bool python = names_python(r.command) && r.command.size() > 1;
-    const std::string script = python ? r.command[1] : r.command[0];
+    const std::string script = script_of(r.command);
     if (!ends_with(script, ".py"))
       throw InputError(script, "opprof profile runs Python programs (`-- python script.py ...`); this is not a .py "
                                "script");
@@ -165,6 +173,12 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
                      "profile");
   require_gpu(r, env);
   plan.notes.push_back("GPU: " + env.gpu_name);
+  if (!r.command.empty())
+    if (const auto launcher = parse_launcher(r.command)) plan.launcher = launcher->name;
+  plan.per_process = r.multi_process || !plan.launcher.empty();
+  if (!plan.launcher.empty())
+    plan.notes.push_back("launcher: " + plan.launcher + "; the capture runner runs in each of its processes, one capture "
+                         "folder per rank");
   plan.ncu = env.ncu;
   plan.clock_control = r.clock_control;
   plan.lock_clocks = r.lock_clocks;
@@ -183,12 +197,16 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   a.argv = capture_args(r, "timeline", out, plan.backend);
   a.env = python_env(env);
   a.stderr_path = (out / "pass_a.log").string();
+  if (plan.per_process) a.env[OPPROF_ENV_TRACE_PER_PROCESS] = "1";
   a.produces = plan.trace;
   if (tracer) {
     a.env["CUDA_INJECTION64_PATH"] = env.tracer.path;
     a.env["NVTX_INJECTION64_PATH"] = env.tracer.path;
     a.env["OPPROF_TRACE_FILE"] = plan.trace;
     a.env["OPPROF_TRACE_WINDOW"] = "1";
+    // A collective's CPU work (gloo reduces on the CPU) launches nothing: a job's processes write every
+    // operator range, so that the collectives' ranges reach the timeline.
+    if (plan.per_process) a.env[OPPROF_ENV_TRACE_DEFER_OPERATORS] = "0";
     a.notes.push_back("tracer: " + env.tracer.path);
     // Operator ranges: the observer library when built (for the torch it was built against; the capture
     // checks), else the capture falls back to emit_nvtx, which costs several times more per operator.
@@ -253,6 +271,7 @@ CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env
     b.notes.push_back(fmt::format("dedup: pass B's module hooks mark {} duplicate instances {} (ncu --nvtx-exclude)",
                                   dedup->skip_modules.size(), OPPROF_DEDUP_RANGE));
   }
+  if (plan.per_process) b.env[OPPROF_ENV_TRACE_PER_PROCESS] = "1";  // each rank's runner writes into its folder
   b.stdout_path = (out / "ncu.log").string();
   b.stderr_path = (out / "pass_b.log").string();
   b.produces = (out / "ncu.ncu-rep").string();

@@ -38,6 +38,10 @@ struct ProfileRequest {
   std::string dedup = "layers";
   int dedup_verify = 0;
   std::string dedup_selection = "auto";  // auto, nvtx_modules or per_launch_config (dedup_selection())
+  // The program starts the processes that run CUDA (a launcher): each process writes its own capture
+  // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
+  // torchrun and python -m torch.distributed.run, whose processes also get opprof's capture runner.
+  bool multi_process = false;
 };
 
 // Throws InputError for a request that cannot run (both or neither of workload and command, a missing
@@ -92,6 +96,8 @@ struct CapturePass {
 struct CapturePlan {
   std::filesystem::path output_dir;
   std::string backend;             // resolved: tracer or torch
+  std::string launcher;            // torchrun or torch.distributed.run when the command starts one, else ""
+  bool per_process = false;        // every process writes its own capture folder (a multi-process job)
   std::vector<std::string> notes;  // said at the start (how the backend was chosen)
   CapturePass timeline;
   bool counters = false;           // pass B and its export follow (not with --skip-ncu)

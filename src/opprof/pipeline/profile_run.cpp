@@ -2,26 +2,24 @@
 
 #include <fmt/format.h>
 
-// GCC 12 reports a false -Wdangling-pointer inside simdjson's DOM parser once it is inlined here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#include <simdjson.h>
-#pragma GCC diagnostic pop
-
 #include <chrono>
 #include <cstring>
 #include <map>
 
+#include "contract/opprof_contract.h"
 #include "opprof/capture/clocks.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
 #include "opprof/ingest/inductor.hpp"
+#include "opprof/job/processes.hpp"
+#include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/util/atomic_file.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/interrupt.hpp"
+#include "opprof/util/simdjson_dom.hpp"
 
 namespace fs = std::filesystem;
 
@@ -79,19 +77,30 @@ class Runner {
     outcome_.output_dir = plan_.output_dir;
     for (const auto& note : plan_.notes) say(note);
 
-    std::optional<TimelineCapture> timeline = run_passes(metric_set);
-    if (!timeline) return outcome_;
-
-    AttributeRequest attr = attribute_request();
-    if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
-    if (!ncu_csv_.empty() && dedup_active_) attr.dedup = dedup_request_;
+    std::optional<TimelineCapture> timeline;
+    if (!run_passes(metric_set, timeline)) return outcome_;
     if (!partial_.empty()) {
       meta_["partial"] = partial_;
       say("the profile is partial: " + partial_);
     }
-    attr.extra_metadata = meta_;
     const auto attribute_start = Clock::now();
-    attribute_capture(std::move(*timeline), attr, observer_);
+    if (plan_.per_process) {
+      JobRequest job;
+      job.dir = plan_.output_dir.string();
+      job.trace_file = fs::path(plan_.trace).filename().string();
+      job.request.output = plan_.database;
+      job.request.metrics = r_.metrics;
+      if (!ncu_csv_.empty()) job.request.ncu = ncu_csv_;
+      meta_["job.launcher"] = plan_.launcher.empty() ? "(the program)" : plan_.launcher;
+      job.request.extra_metadata = meta_;
+      attribute_job(job, observer_);
+    } else {
+      AttributeRequest attr = attribute_request();
+      if (!ncu_csv_.empty()) attr.ncu = ncu_csv_;
+      if (!ncu_csv_.empty() && dedup_active_) attr.dedup = dedup_request_;
+      attr.extra_metadata = meta_;
+      attribute_capture(std::move(*timeline), attr, observer_);
+    }
     tell(progress::WallTime{pass_a_s_, pass_b_s_, read_s_ + since(attribute_start)});
 
     write_report_files(plan_.database, plan_.output_dir);
@@ -131,16 +140,20 @@ class Runner {
 
   // Pass A, the timeline read and pass B, with the clocks locked (restored when this returns, also after an
   // interrupt, which only stops the passes here: what they captured is attributed as a partial profile).
-  // The timeline, or nullopt when there is nothing to attribute (outcome_ says why).
-  std::optional<TimelineCapture> run_passes(const MetricSet& metric_set) {
+  // timeline: a single process's, read once (its kernels are what pass B expects, and it is what gets
+  // attributed); a job's processes are read by attribute_job. False when there is nothing to attribute
+  // (outcome_ says why).
+  bool run_passes(const MetricSet& metric_set, std::optional<TimelineCapture>& timeline) {
     DeferInterrupts defer;
     std::optional<ClockLock> clocks;
     lock_clocks(clocks);
     outcome_.clocks_locked = clocks.has_value();
-    if (!run_timeline_pass()) return std::nullopt;
-    // The timeline is read once: its kernels are what pass B expects, and it is what gets attributed.
+    if (!run_timeline_pass()) return false;
+    if (plan_.per_process) {
+      job_counters_pass(metric_set);
+      return true;
+    }
     const auto read_start = Clock::now();
-    std::optional<TimelineCapture> timeline;
     try {
       timeline = read_capture_timeline(plan_.trace, observer_);
     } catch (const InputError& e) {
@@ -149,18 +162,48 @@ class Runner {
       say(fmt::format("{} and left no readable timeline ({}); what it wrote is in {}", partial_, e.what(),
                       plan_.output_dir.string()));
       outcome_.exit_code = interrupted() ? 128 + interrupt_signal() : 1;
-      return std::nullopt;
+      return false;
     }
     read_s_ = since(read_start);
     if (plan_.counters && partial_.empty()) {
-      if (interrupted()) partial_ = "interrupted before pass B: no counters";
-      else {
+      if (interrupted()) {
+        partial_ = "interrupted before pass B: no counters";
+      } else {
         const DedupPlan dedup = plan_dedup(*timeline, attribute_request());
         dedup_active_ = dedup.active();
-        run_counters_pass(*timeline, metric_set, dedup);
+        run_counters_pass(dedup.kernels_replayed, chip_for_capture(timeline->timeline.metadata),
+                          get_or(capture_, "capture.window") == "whole_run", metric_set, &dedup);
       }
     }
-    return timeline;
+    return true;
+  }
+
+  // A multi-process job: every process wrote its own capture folder. Pass B replays them all under one ncu
+  // (its rows carry the process id), without dedup; attribute_job attributes them process by process.
+  void job_counters_pass(const MetricSet& metric_set) {
+    const std::string trace_file = fs::path(plan_.trace).filename().string();
+    std::uint64_t expected = 0;
+    std::string chip;
+    bool whole_run = false;
+    const auto read_start = Clock::now();
+    for (const JobProcess& p : find_job_processes(plan_.output_dir, trace_file)) {
+      if (p.trace.empty()) continue;
+      const auto record = read_capture_json(fs::path(p.trace).parent_path() / OPPROF_CAPTURE_RECORD_FILE);
+      whole_run = whole_run || get_or(record, "capture.window") == "whole_run";
+      if (meta_.count("capture.status") == 0)  // the first process's facts stand for the job's
+        for (const auto& [k, v] : record) meta_[k] = v;
+      try {
+        const TimelineCapture t = read_capture_timeline(p.trace);
+        expected += t.kernel_count();
+        if (chip.empty()) chip = chip_for_capture(t.timeline.metadata);
+      } catch (const InputError& e) {
+        say(fmt::format("{}: {}", p.label(), e.what()));  // attribute_job reports it with the others
+      }
+    }
+    read_s_ = since(read_start);
+    if (!plan_.counters || !partial_.empty()) return;
+    if (interrupted()) partial_ = "interrupted before pass B: no counters";
+    else run_counters_pass(expected, chip, whole_run, metric_set, nullptr);
   }
 
   void lock_clocks(std::optional<ClockLock>& clocks) {
@@ -204,7 +247,10 @@ class Runner {
       partial_ = fmt::format("interrupted in pass A (signal {}, {})", interrupt_signal(), strsignal(interrupt_signal()));
     else if (!ra.ok())
       partial_ = fmt::format("the workload failed in pass A ({}); see {}", ra.describe(), a.stderr_path);
-    if (!partial_.empty() && !fs::exists(plan_.trace)) {
+    const bool captured = plan_.per_process
+                              ? !find_job_processes(plan_.output_dir, fs::path(plan_.trace).filename().string()).empty()
+                              : fs::exists(plan_.trace);
+    if (!partial_.empty() && !captured) {
       say(fmt::format("{}; it left no timeline (the files it wrote are in {})", partial_, plan_.output_dir.string()));
       outcome_.exit_code = interrupted() ? 128 + interrupt_signal() : 1;
       return false;
@@ -254,13 +300,13 @@ class Runner {
   }
 
   // Pass B and the CSV export. An interrupt or an ncu failure leaves the profile without counters
-  // (partial_ says why); ERR_NVGPUCTRPERM is an error with what to do.
-  void run_counters_pass(const TimelineCapture& timeline, const MetricSet& metric_set, const DedupPlan& dedup) {
-    const std::uint64_t expected = dedup.kernels_replayed;
-    const std::string chip = chip_for_capture(timeline.timeline.metadata);
+  // (partial_ says why); ERR_NVGPUCTRPERM is an error with what to do. expected: the kernels ncu will
+  // replay; chip: the GPU's ncu chip ("" unknown); whole_run: pass A recorded the whole run; dedup: the
+  // plan of what to replay (null: everything).
+  void run_counters_pass(std::uint64_t expected, const std::string& chip, bool whole_run, const MetricSet& metric_set,
+                         const DedupPlan* dedup) {
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
-    const bool whole_run = get_or(capture_, "capture.window") == "whole_run";
-    const CapturePass b = counters_pass(plan_, env_, names, whole_run, &dedup);
+    const CapturePass b = counters_pass(plan_, env_, names, whole_run, dedup);
     for (const auto& note : b.notes) say(note);
     say(fmt::format("pass B: {} kernels to replay with {} metrics; ncu says how many replay passes that takes per "
                     "kernel when it has replayed the first (it cannot be asked beforehand)",

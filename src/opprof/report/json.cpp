@@ -1,5 +1,6 @@
 #include "opprof/report/json.hpp"
 
+#include "opprof/report/job.hpp"
 #include "opprof/report/json_writer.hpp"
 #include "opprof/util/text.hpp"
 
@@ -104,7 +105,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("by_path_ns").begin_object();
   for (AttributionPath p : kPaths) j.key(to_string(p)).integer(path_ns(p));
   j.end_object();
-  constexpr Phase kPhaseOrder[] = {Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kOther};
+  constexpr Phase kPhaseOrder[] = {Phase::kForward, Phase::kBackward, Phase::kOptimizer, Phase::kOther,
+                                   Phase::kCommunication};
   j.key("by_phase").begin_object();
   for (Phase p : kPhaseOrder) j.key(to_string(p)).number(c.pct(c.by_phase_ns[static_cast<int>(p)]));
   j.end_object();
@@ -191,6 +193,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
   j.key("source_line_count").unsigned_integer(s.source_line_count);
   write_group_lines(j, "phases", s.phases);
   j.key("warnings").strings(s.warnings);
+  j.key("job");
+  write_job_json(j, profile);
   j.end_object();
   return j.str() + "\n";
 }

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "opprof/report/text_table.hpp"
+#include "opprof/report/job.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof {
@@ -174,6 +174,8 @@ void coverage(Page& page, const Coverage& c) {
                         c.pct(c.by_phase_ns[static_cast<int>(Phase::kBackward)]),
                         c.pct(c.by_phase_ns[static_cast<int>(Phase::kOptimizer)]),
                         c.pct(c.by_phase_ns[static_cast<int>(Phase::kOther)])));
+  if (const std::int64_t comm = c.by_phase_ns[static_cast<int>(Phase::kCommunication)]; comm > 0)
+    page.line(fmt::format("  communication {:.1f}%", c.pct(comm)));
 }
 
 // Every kernel that attribution could not place, grouped, with the reason.
@@ -290,6 +292,7 @@ std::string render_terminal_report(const ProfileReader& profile, const ReportOpt
   Page page(options.width, options.color);
   header(page, s);
   coverage(page, s.coverage);
+  job_section(page, profile);
   switch (options.by) {
     case ReportBy::kOperator:
       group_table(page, "Top operators", "operator", s.operators, s.operator_count, true);

@@ -152,6 +152,7 @@ class Writer {
     write_match_notes();
     write_anomalies();
     write_dedup();
+    if (in_.job) write_job(*in_.job);
     db_.exec(embedded_file("profile_indices.sql"));
   }
 
@@ -547,8 +548,9 @@ class Writer {
                 "INSERT INTO coverage (kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, "
                 "path_correlation_ns, path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, "
                 "ncu_unmatched_rows, ncu_unmatched_kernels, ncu_grid_block_disagreements, ncu_launch_config_differs, "
-                "ncu_strict_launch_config, phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+                "ncu_strict_launch_config, phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns, "
+                "phase_communication_ns) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
     s.bind_int(1, c.kernel_time_ns);
     s.bind_int(2, as_i64(c.kernels));
     s.bind_int(3, c.attributed_ns);
@@ -647,6 +649,94 @@ class Writer {
         s.run();
       }
     }
+  }
+
+  static void bind_rank(Statement& s, int i, std::int64_t rank) {
+    if (rank == kNoRank)
+      s.bind_null(i);
+    else
+      s.bind_int(i, rank);
+  }
+
+  // A job's processes, its per-rank tables, and the rank of every row of the big tables (through its pid:
+  // the rows keep their own columns as they are, for one process or many).
+  void write_job(const JobTables& job) {
+    const auto& procs = job.processes;
+    Statement p(db_,
+                "INSERT INTO processes (id, pid, rank, local_rank, world_size, folder, counters_pid, status, problem, "
+                "kernels, ncu_rows) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    for (std::size_t i = 0; i < procs.size(); ++i) {
+      const JobProcess& q = procs[i];
+      p.bind_int(1, static_cast<std::int64_t>(i));
+      p.bind_int(2, q.pid);
+      bind_rank(p, 3, q.rank);
+      bind_rank(p, 4, q.local_rank);
+      bind_rank(p, 5, q.world_size);
+      if (q.folder.empty()) p.bind_null(6); else p.bind_text(6, q.folder);
+      if (q.counters_pid == 0) p.bind_null(7); else p.bind_int(7, q.counters_pid);
+      p.bind_text(8, q.status);
+      if (q.problem.empty()) p.bind_null(9); else p.bind_text(9, q.problem);
+      p.bind_int(10, as_i64(q.kernels));
+      p.bind_int(11, as_i64(q.ncu_rows));
+      p.run();
+    }
+    Statement r(db_,
+                "INSERT INTO rank_summary (process_id, rank, kernels, kernel_time_ns, time_vs_mean, compute_ns, "
+                "communication_kernel_ns, communication_copy_ns, communication_ns, overlap_ns, exposed_communication_ns, cpu_communication_ns, cpu_overlap_ns, busy_ns, "
+                "span_ns, phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns, phase_communication_ns) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)");
+    for (const RankFigures& f : job.figures.ranks) {
+      r.bind_int(1, static_cast<std::int64_t>(f.process));
+      bind_rank(r, 2, procs[f.process].rank);
+      r.bind_int(3, as_i64(f.kernels));
+      r.bind_int(4, f.kernel_time_ns);
+      r.bind_double(5, f.time_vs_mean);
+      r.bind_int(6, f.compute_ns);
+      int c = 7;
+      for (std::int64_t v : {f.communication_kernel_ns, f.communication_copy_ns, f.communication_ns, f.overlap_ns,
+                             f.exposed_communication_ns, f.cpu_communication_ns, f.cpu_overlap_ns, f.busy_ns, f.span_ns})
+        r.bind_int(c++, v);
+      for (int ph = 0; ph < kPhases; ++ph) r.bind_int(c++, f.by_phase_ns[ph]);
+      r.run();
+    }
+    Statement g(db_, "INSERT INTO rank_groups (group_kind, key, process_id, rank, kernels, time_ns) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    for (const RankGroupTime& t : job.figures.groups) {
+      g.bind_text(1, t.group_kind);
+      g.bind_text(2, t.key);
+      g.bind_int(3, static_cast<std::int64_t>(t.process));
+      bind_rank(g, 4, procs[t.process].rank);
+      g.bind_int(5, as_i64(t.kernels));
+      g.bind_int(6, t.time_ns);
+      g.run();
+    }
+    Statement c(db_, "INSERT INTO collectives (id, process_id, rank, source, collective, kernel_id, range_id, start_ns, "
+                     "end_ns, duration_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    const auto& cs = job.figures.collectives;
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      c.bind_int(1, static_cast<std::int64_t>(i));
+      c.bind_int(2, static_cast<std::int64_t>(cs[i].process));
+      bind_rank(c, 3, procs[cs[i].process].rank);
+      c.bind_text(4, cs[i].source);
+      if (cs[i].collective.empty()) c.bind_null(5); else c.bind_text(5, cs[i].collective);
+      bind_optional_index(c, 6, cs[i].kernel_id);
+      bind_optional_index(c, 7, cs[i].range_id);
+      c.bind_int(8, cs[i].start_ns);
+      c.bind_int(9, cs[i].end_ns);
+      c.bind_int(10, cs[i].end_ns - cs[i].start_ns);
+      c.run();
+    }
+    db_.exec(
+        "UPDATE kernels SET rank = (SELECT p.rank FROM processes p WHERE p.pid = kernels.pid AND p.pid != 0);"
+        "UPDATE launches SET rank = (SELECT p.rank FROM processes p WHERE p.pid = launches.pid AND p.pid != 0);"
+        "UPDATE ranges SET rank = (SELECT p.rank FROM processes p WHERE p.pid = ranges.pid AND p.pid != 0);"
+        "UPDATE ncu_rows SET rank = (SELECT p.rank FROM processes p WHERE p.counters_pid = ncu_rows.pid);");
+  }
+  static void bind_optional_index(Statement& s, int i, std::uint32_t v) {
+    if (v == kNoIndex)
+      s.bind_null(i);
+    else
+      s.bind_int(i, v);
   }
 
   sqlite::Database& db_;

@@ -13,6 +13,8 @@
 #include "opprof/dedup/dedup_plan.hpp"
 #include "opprof/dedup/propagation.hpp"
 #include "opprof/ingest/ncu_csv.hpp"
+#include "opprof/job/figures.hpp"
+#include "opprof/job/processes.hpp"
 #include "opprof/match/ncu_match.hpp"
 #include "opprof/metrics/aggregate.hpp"
 #include "opprof/timeline/timeline.hpp"
@@ -20,11 +22,18 @@
 namespace opprof {
 
 inline constexpr int kProfileSchemaVersion = OPPROF_PROFILE_SCHEMA_VERSION;
-// The oldest version the reader reads: version 2 added the anomalies table, the metrics' weights and the
-// FLOP columns by kind of work; a version 1 profile is refused with its version (attribute it again).
-inline constexpr int kOldestReadableSchemaVersion = 2;
+// The oldest version the reader reads: version 3 added the rank of every row, the processes of a
+// multi-process job with their per-rank tables, and the communication phase; an older profile is refused
+// with its version (attribute it again).
+inline constexpr int kOldestReadableSchemaVersion = 3;
 // PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
 inline constexpr std::int64_t kProfileApplicationId = OPPROF_PROFILE_APPLICATION_ID;
+
+// A multi-process job's tables: its processes (the rank of every row comes from its pid) and figures.
+struct JobTables {
+  std::vector<JobProcess> processes;
+  JobFigures figures;
+};
 
 struct ProfileInputs {
   const Timeline* timeline = nullptr;
@@ -43,6 +52,7 @@ struct ProfileInputs {
   // holds millions of operator ranges that launched nothing. Other kinds are always written; row ids
   // stay the timeline's range indices either way.
   const std::vector<std::uint8_t>* operator_ranges_to_keep = nullptr;
+  const JobTables* job = nullptr;  // null for a single-process profile
 };
 
 // Writes the database to path. The file appears only complete: it is built under a temporary name in

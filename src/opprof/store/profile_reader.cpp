@@ -141,7 +141,7 @@ struct ProfileReader::Impl {
                 "SELECT kernel_time_ns, kernels, attributed_ns, module_attributed_ns, opaque_ns, path_correlation_ns, "
                 "path_enclosure_ns, path_fusion_ns, path_none_ns, has_ncu, ncu_rows, ncu_matched, ncu_unmatched_rows, "
                 "ncu_unmatched_kernels, ncu_grid_block_disagreements, ncu_launch_config_differs, ncu_strict_launch_config, "
-                "phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns FROM coverage");
+                "phase_forward_ns, phase_backward_ns, phase_optimizer_ns, phase_other_ns, phase_communication_ns FROM coverage");
     if (!q.next()) throw InputError(path, "damaged opprof profile: the coverage table is empty");
     Coverage& c = coverage;
     read_columns(q, 0, c.kernel_time_ns, c.kernels, c.attributed_ns, c.module_attributed_ns, c.opaque_ns);
@@ -354,6 +354,56 @@ std::vector<ProfileNcuRow> ProfileReader::ncu_rows() const {
   try {
     Statement q(*impl_->db, "SELECT row, ncu_id, matched_kernel_id FROM ncu_rows ORDER BY row");
     while (q.next()) out.push_back({q.column_int(0), q.column_int(1), q.is_null(2) ? -1 : q.column_int(2)});
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
+std::vector<ProfileProcess> ProfileReader::processes() const {
+  std::vector<ProfileProcess> out;
+  try {
+    Statement q(*impl_->db,
+                "SELECT p.id, p.rank, p.pid, p.folder, p.status, p.problem, s.process_id, s.kernels, s.kernel_time_ns, "
+                "s.time_vs_mean, s.compute_ns, s.communication_kernel_ns, s.communication_copy_ns, s.communication_ns, s.overlap_ns, s.exposed_communication_ns, "
+                "s.cpu_communication_ns, s.cpu_overlap_ns, s.busy_ns, s.span_ns, s.phase_forward_ns, "
+                "s.phase_backward_ns, s.phase_optimizer_ns, s.phase_other_ns, s.phase_communication_ns "
+                "FROM processes p LEFT JOIN rank_summary s ON s.process_id = p.id ORDER BY p.id");
+    while (q.next()) {
+      ProfileProcess p;
+      p.id = q.column_int(0);
+      p.rank = q.is_null(1) ? kNoRank : q.column_int(1);
+      read_columns(q, 2, p.pid, p.folder, p.status, p.problem);
+      p.has_summary = !q.is_null(6);
+      RankFigures& f = p.figures;
+      f.process = static_cast<std::size_t>(p.id);
+      if (p.has_summary) {
+        read_columns(q, 7, f.kernels, f.kernel_time_ns);
+        f.time_vs_mean = q.column_double(9);
+        read_columns(q, 10, f.compute_ns, f.communication_kernel_ns, f.communication_copy_ns, f.communication_ns,
+                     f.overlap_ns, f.exposed_communication_ns, f.cpu_communication_ns, f.cpu_overlap_ns, f.busy_ns,
+                     f.span_ns);
+        for (int ph = 0; ph < kPhases; ++ph) f.by_phase_ns[ph] = q.column_int(20 + ph);
+      }
+      out.push_back(std::move(p));
+    }
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
+std::vector<ProfileRankGroup> ProfileReader::rank_groups(std::string_view group_kind) const {
+  std::vector<ProfileRankGroup> out;
+  try {
+    Statement q(*impl_->db,
+                "SELECT key, process_id, kernels, time_ns FROM rank_groups WHERE group_kind = ?1 ORDER BY key, process_id");
+    q.bind_text(1, group_kind);
+    while (q.next()) {
+      ProfileRankGroup g;
+      read_columns(q, 0, g.key, g.process_id, g.kernels, g.time_ns);
+      out.push_back(std::move(g));
+    }
   } catch (const sqlite::SqliteError& e) {
     impl_->fail(e);
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "opprof/job/figures.hpp"
 #include "opprof/metrics/aggregate.hpp"
 
 struct sqlite3;
@@ -87,6 +88,24 @@ struct ProfileDedup {
   std::vector<std::string> notes;
 };
 
+// A row of processes (a multi-process job's process) with its rank_summary row when it has one.
+struct ProfileProcess {
+  std::int64_t id = 0;
+  std::int64_t rank = kNoRank;  // NULL reads as kNoRank
+  std::int64_t pid = 0;
+  std::string folder, status, problem;
+  bool has_summary = false;  // false for a process without a timeline
+  RankFigures figures;       // figures.process is id
+};
+
+// A row of rank_groups: one operator's or module's kernel time on one process.
+struct ProfileRankGroup {
+  std::string key;
+  std::int64_t process_id = 0;
+  std::uint64_t kernels = 0;
+  std::int64_t time_ns = 0;
+};
+
 class ProfileReader {
  public:
   // Throws InputError when the file is missing, is not an SQLite database, is not an opprof profile,
@@ -134,6 +153,11 @@ class ProfileReader {
   void for_each_kernel(const std::function<void(const ProfileKernel&)>& fn) const;
   // Every row of ncu_rows, by row; empty for a profile without ncu.
   std::vector<ProfileNcuRow> ncu_rows() const;
+
+  // A multi-process job's processes by id; empty for a single-process profile.
+  std::vector<ProfileProcess> processes() const;
+  // rank_groups of one kind (operator | module), by key then process.
+  std::vector<ProfileRankGroup> rank_groups(std::string_view group_kind) const;
 
   // The open connection, for queries the typed access does not cover. Read-only.
   sqlite3* handle() const;

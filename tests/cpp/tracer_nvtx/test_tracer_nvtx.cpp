@@ -85,3 +85,22 @@ TEST_F(TracerNvtx, DeferredOperatorRangesNestLikeOthers) {
 }
 
 }  // namespace
+
+// A job's process (OPPROF_TRACE_PER_PROCESS=1) writes into a folder of its own beside OPPROF_TRACE_FILE,
+// named by the RANK its launcher set. The tracer opens its log at the first NVTX call, so this needs a process
+// where no other test made one (ctest runs every test in its own).
+TEST(TracerPerProcess, LogGoesToTheRanksFolder) {
+  if (std::getenv("OPPROF_TRACE_FILE") != nullptr) GTEST_SKIP() << "the tracer was set up by another test in this process";
+  const auto dir = std::filesystem::temp_directory_path() / ("opprof_tracer_job_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  setenv("OPPROF_TRACE_FILE", (dir / "trace.opprof").c_str(), 1);
+  setenv("OPPROF_TRACE_PER_PROCESS", "1", 1);
+  setenv("RANK", "5", 1);
+  setenv("NVTX_INJECTION64_PATH", OPPROF_TRACER_PATH, 1);
+  nvtxRangePushA("first call: NVTX loads the tracer");
+  nvtxRangePop();
+  EXPECT_TRUE(std::filesystem::exists(dir / "rank5" / "trace.opprof"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "trace.opprof"));
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}

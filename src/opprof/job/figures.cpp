@@ -1,0 +1,142 @@
+#include "opprof/job/figures.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "opprof/attribute/communication.hpp"
+
+namespace opprof {
+namespace {
+
+using Intervals = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// Sorted, disjoint, touching intervals joined.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& [s, e] : v) {
+    if (e <= s) continue;
+    if (!out.empty() && s <= out.back().second) {
+      out.back().second = std::max(out.back().second, e);
+    } else {
+      out.emplace_back(s, e);
+    }
+  }
+  return out;
+}
+
+std::string group_key(const Timeline& tl, StrId key, bool module) {
+  if (key == kNoString) return module ? "[no module]" : "[unattributed]";  // the aggregates' spelling
+  return std::string(tl.str(key));
+}
+
+}  // namespace
+
+std::int64_t union_ns(Intervals intervals) {
+  std::int64_t n = 0;
+  for (const auto& [s, e] : merged(std::move(intervals))) n += e - s;
+  return n;
+}
+
+std::int64_t covered_ns(Intervals a, Intervals b) {
+  const Intervals x = merged(std::move(a)), y = merged(std::move(b));
+  std::int64_t n = 0;
+  std::size_t j = 0;
+  for (const auto& [s, e] : x) {
+    while (j < y.size() && y[j].second <= s) ++j;
+    for (std::size_t k = j; k < y.size() && y[k].first < e; ++k) n += std::min(e, y[k].second) - std::max(s, y[k].first);
+  }
+  return n;
+}
+
+JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr, const std::vector<JobProcess>& processes) {
+  JobFigures out;
+  std::unordered_map<std::uint32_t, std::size_t> rank_of_pid;  // pid -> index into out.ranks
+  for (std::size_t p = 0; p < processes.size(); ++p) {
+    if (processes[p].status != "ok" && processes[p].status != "truncated") continue;  // nothing attributed
+    rank_of_pid.emplace(processes[p].pid, out.ranks.size());
+    out.ranks.push_back(RankFigures{.process = p});
+  }
+  struct Work {
+    Intervals all, compute, communication, cpu_communication;
+    std::int64_t first = 0, last = 0;
+    bool any = false;
+  };
+  std::vector<Work> work(out.ranks.size());
+  std::map<std::tuple<int, std::size_t, StrId>, std::size_t> group_index;  // (kind, rank, key) -> groups row
+
+  const KernelTable& k = tl.kernels;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    auto it = rank_of_pid.find(k.pid[i]);
+    if (it == rank_of_pid.end()) continue;
+    RankFigures& f = out.ranks[it->second];
+    Work& w = work[it->second];
+    const std::int64_t s = k.start_ns[i], e = k.end_ns[i], d = k.duration_ns(i);
+    w.first = w.any ? std::min(w.first, s) : s;
+    w.last = w.any ? std::max(w.last, e) : e;
+    w.any = true;
+    w.all.emplace_back(s, e);
+    const bool comm = attr.phase[i] == Phase::kCommunication;
+    if (comm) {
+      (k.kind[i] == ActivityKind::kKernel ? f.communication_kernel_ns : f.communication_copy_ns) += d;
+      w.communication.emplace_back(s, e);
+      out.collectives.push_back(Collective{f.process, "kernel", collective_of_kernel(tl.str(k.name[i])),
+                                           static_cast<std::uint32_t>(i), kNoIndex, s, e});
+    }
+    if (k.kind[i] != ActivityKind::kKernel) continue;
+    f.kernels += 1;
+    f.kernel_time_ns += d;
+    f.by_phase_ns[static_cast<int>(attr.phase[i])] += d;
+    if (!comm) {
+      f.compute_ns += d;
+      w.compute.emplace_back(s, e);
+    }
+    for (int kind = 0; kind < 2; ++kind) {
+      const StrId key = kind == 0 ? attr.op[i] : attr.module[i];
+      auto [g, inserted] = group_index.try_emplace({kind, it->second, key}, out.groups.size());
+      if (inserted)
+        out.groups.push_back(RankGroupTime{kind == 0 ? "operator" : "module", group_key(tl, key, kind == 1), f.process, 0, 0});
+      out.groups[g->second].kernels += 1;
+      out.groups[g->second].time_ns += d;
+    }
+  }
+  // A collective's CPU ranges (gloo's work runs on the CPU and launches nothing); their union counts, so
+  // that c10d::allreduce_ around gloo:all_reduce is not counted twice.
+  const RangeTable& r = tl.ranges;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (r.scope[i] != RangeScope::kThread) continue;
+    auto it = rank_of_pid.find(r.pid[i]);
+    if (it == rank_of_pid.end()) continue;
+    const std::string collective = collective_of_range(tl.str(r.text[i]));
+    if (collective.empty()) continue;
+    Work& w = work[it->second];
+    w.cpu_communication.emplace_back(r.start_ns[i], r.end_ns[i]);
+    w.first = w.any ? std::min(w.first, r.start_ns[i]) : r.start_ns[i];
+    w.last = w.any ? std::max(w.last, r.end_ns[i]) : r.end_ns[i];
+    w.any = true;
+    out.collectives.push_back(Collective{out.ranks[it->second].process, "cpu_range", collective, kNoIndex,
+                                         static_cast<std::uint32_t>(i), r.start_ns[i], r.end_ns[i]});
+  }
+  for (std::size_t q = 0; q < out.ranks.size(); ++q) {
+    RankFigures& f = out.ranks[q];
+    Work& w = work[q];
+    f.overlap_ns = covered_ns(w.communication, w.compute);
+    f.communication_ns = union_ns(w.communication);
+    f.exposed_communication_ns = f.communication_ns - f.overlap_ns;
+    f.cpu_communication_ns = union_ns(w.cpu_communication);
+    f.cpu_overlap_ns = covered_ns(w.cpu_communication, w.compute);
+    f.busy_ns = union_ns(std::move(w.all));
+    f.span_ns = w.any ? w.last - w.first : 0;
+  }
+  std::int64_t total = 0;
+  for (const RankFigures& f : out.ranks) total += f.kernel_time_ns;
+  const double mean = out.ranks.empty() ? 0.0 : double(total) / double(out.ranks.size());
+  for (RankFigures& f : out.ranks) f.time_vs_mean = mean > 0 ? double(f.kernel_time_ns) / mean : 0.0;
+  std::stable_sort(out.collectives.begin(), out.collectives.end(), [](const Collective& x, const Collective& y) {
+    return std::tie(x.process, x.start_ns) < std::tie(y.process, y.start_ns);
+  });
+  return out;
+}
+
+}  // namespace opprof
