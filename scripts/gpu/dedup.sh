@@ -61,67 +61,49 @@ run() {
   say "$name: rc $rc in $((SECONDS - t0)) s; $(grep -h 'dedup \(layers\|kernels\)\|pass B:' "$W/$name.err" | head -2 | tr '\n' ' ')"
   return $rc
 }
-compare() {  # compare NAME FULL DEDUP
+compare() {  # compare NAME FULL DEDUP: when both profiles exist
   if [[ -f "$W/$2/profile.db" && -f "$W/$3/profile.db" ]]; then
     "$PYTHON" "$REPO/scripts/gpu/compare_dedup.py" "$W/$2/profile.db" "$W/$3/profile.db" --name "$1" >>"$SUMMARY" 2>&1
-  else
-    say "compare $1: a profile is missing ($2 or $3)"
   fi
 }
 
 GPT2="$REPO/examples/gpt2.py"
 TRAIN=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model gpt2 --steps 1)
-run eager_layers 50 "$GPT2" --compile eager --warmup 1 --dedup layers
-run eager_off 115 "$GPT2" --compile eager --warmup 1 --dedup off
+# RUNS picks the runs and their order (one GPU call may not hold them all): each NAME below; a pair's
+# comparison is written once both of its profiles exist.
+RUNS=${RUNS:-"eager_layers eager_off eager_verify compiled_layers compiled_off train_layers train_off"}
+for name in $RUNS; do
+  case $name in
+    eager_layers) run eager_layers 50 "$GPT2" --compile eager --warmup 1 --dedup layers ;;
+    eager_off) run eager_off 115 "$GPT2" --compile eager --warmup 1 --dedup off ;;
+    eager_verify) run eager_verify 55 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-verify 3 ;;
+    eager_plc) run eager_plc 50 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-selection per_launch_config ;;
+    eager_nvtx) run eager_nvtx 50 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-selection nvtx_modules ;;
+    compiled_layers) run compiled_layers 80 "$GPT2" --compile inductor --warmup 1 --dedup layers ;;
+    compiled_off) run compiled_off 150 "$GPT2" --compile inductor --warmup 1 --dedup off ;;
+    train_layers) run train_layers 75 --dedup layers "${TRAIN[@]}" ;;
+    train_off) run train_off 300 --dedup off "${TRAIN[@]}" ;;
+    *) say "unknown run $name" ;;
+  esac
+done
 compare "GPT-2 small eager, inference" eager_off eager_layers
-run eager_verify 55 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-verify 3
 compare "GPT-2 small eager, --dedup-verify 3" eager_off eager_verify
-run train_layers 75 --dedup layers "${TRAIN[@]}"
-run compiled_layers 80 "$GPT2" --compile inductor --warmup 1 --dedup layers
-run compiled_off 150 "$GPT2" --compile inductor --warmup 1 --dedup off
-compare "GPT-2 small compiled (Inductor default), inference" compiled_off compiled_layers
-run eager_nvtx 50 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-selection nvtx_modules
 compare "GPT-2 small eager, --dedup-selection nvtx_modules (module hooks + NVTX exclude)" eager_off eager_nvtx
-# The training step without dedup replays every kernel (about 1500): cut at the budget's end if it must be.
-if (($(left) > 60)); then
-  run train_off 60 --dedup off "${TRAIN[@]}"
-  rc=$?
-  if [[ -f "$W/train_off/profile.db" ]]; then
-    compare "GPT-2 small training step (AdamW), eager" train_off train_layers
-  else
-    n=$(grep -c '==PROF== Profiling' "$W/train_off/ncu.log" 2>/dev/null || echo 0)
-    total=$(grep -o '[0-9]* of [0-9]* kernels to replay' "$W/train_layers.err" | head -1 | awk '{print $3}')
-    say "train_off cut by the budget (rc $rc): ncu replayed $n kernels before; pass B of all ${total:-?} kernels" \
-        "extrapolated from its log's timestamps in train_off_rate.txt"
-    "$PYTHON" - "$W/train_off" "${total:-0}" >>"$SUMMARY" 2>&1 <<'EOF'
-import os, sys
-d, total = sys.argv[1], int(sys.argv[2])
-log = os.path.join(d, "ncu.log")
-n = sum(1 for line in open(log, errors="replace") if line.startswith("==PROF== Profiling")) if os.path.exists(log) else 0
-start = os.path.getmtime(os.path.join(d, "pass_a.log")) if os.path.exists(os.path.join(d, "pass_a.log")) else None
-end = os.path.getmtime(log) if os.path.exists(log) else None
-if n and start and end and end > start:
-    rate = (end - start) / n
-    print(f"  train_off: {n} kernels in {end - start:.0f} s of pass B (incl. its start-up): {rate:.3f} s per kernel; "
-          f"all {total} kernels would take about {rate * total:.0f} s (EXTRAPOLATED, not measured)")
-else:
-    print(f"  train_off: no rate ({n} kernels profiled)")
-EOF
-  fi
-else
-  say "skip train_off: $(left) s left"
-fi
-for name in train_layers eager_nvtx; do
+compare "GPT-2 small eager, --dedup-selection per_launch_config" eager_off eager_plc
+compare "GPT-2 small compiled (Inductor default), inference" compiled_off compiled_layers
+compare "GPT-2 small training step (AdamW), eager" train_off train_layers
+for name in $RUNS; do
   [[ -f "$W/$name/report.json" ]] && "$PYTHON" -c "
 import json,sys; r=json.load(open('$W/$name/report.json')); d=r['dedup']; m=r['metadata']
 print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','instances_replayed_in_full')}, 'pass B', m.get('timing.pass_b_s'), 's')
-for f in d.get('replayed_in_full', [])[:5]: print('    in full:', f['instance'], f['why'][:200])
+for f in d.get('differing_instances', [])[:5]: print('    differs:', f['instance'], f['why'][:200])
 " >>"$SUMMARY" 2>&1
 done
 
 # The fixture: the eager dedup capture (verify run when it exists: its CSV also holds the verify duplicates).
 src=$W/eager_verify
 [[ -f "$src/profile.db" ]] || src=$W/eager_layers
+if [[ -f "$src/profile.db" ]]; then
 F=$W/fixture/gpt2_eager
 mkdir -p "$F"
 for f in trace.opprof trace.json capture.json opprof_structure.json dedup_plan.json ncu.csv report.txt report.json; do
@@ -130,6 +112,7 @@ done
 for f in "$F"/trace.json "$F"/ncu.csv; do [[ -f "$f" ]] && gzip -9 -n -f "$f"; done
 grep -h 'opprof profile\|dedup' "$src/../$(basename "$src").err" >"$F/profile_stderr.txt" 2>/dev/null
 say "fixture from $(basename "$src"): $(ls "$F" | tr '\n' ' ')"
+fi
 
 say "done; budget left $(left) s"
 cat "$SUMMARY"

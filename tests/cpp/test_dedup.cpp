@@ -342,7 +342,7 @@ TEST(DedupPlan, CompiledLayersPropagateWithinTheirClassWhereNcuReplayedTheRepres
   const std::string structure = write_file(dir, "s.json", gpt2_structure_json("fx_graph"));
   const std::string trace = fixture("gpt2_compiled/trace.json.gz"), csv = fixture("gpt2_compiled/ncu.csv.gz"),
                     inductor = fixture("gpt2_compiled/inductor");
-  const DedupRequest request{DedupMode::kLayers, dedup_selection(DedupMode::kLayers, "fx_graph", "nvtx_modules"), 0,
+  const DedupRequest request{DedupMode::kLayers, dedup_selection(DedupMode::kLayers, "fx_graph", false, "nvtx_modules"), 0,
                              structure};
   EXPECT_EQ(request.selection, DedupSelection::kPerLaunchConfig);
   const AttributeResult full = attribute(trace, csv, inductor);
@@ -387,11 +387,15 @@ TEST(DedupPlan, NvtxSelectionNamesTheRangeAndThePlanFileTheSkippedModules) {
   EXPECT_EQ(dedup_plan_json(p, true),
             "{\"format\": \"opprof-dedup-plan\", \"version\": 1, \"mechanism\": \"nvtx_modules\", \"range\": "
             "\"opprof.dup\", \"backward\": true, \"skip_modules\": [\"h.1\", \"h.2\"]}\n");
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs"), DedupSelection::kNvtxModules);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", "per_launch_config"), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph"), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", "nvtx_modules"), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kKernels, "eager_inputs", "nvtx_modules"), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", false), DedupSelection::kNvtxModules);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", false, "per_launch_config"),
+            DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", false), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", false, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kKernels, "eager_inputs", false, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
+  // A training step: backward kernels escape the forward hooks' NVTX ranges.
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", true), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", true, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
 }
 
 }  // namespace

@@ -117,13 +117,15 @@ struct CapturePlan {
 };
 
 // Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200): NVTX exclude
-// ranges from module hooks where module hooks run per layer (layers of an eager model, forward and training:
-// a structure whose runtime is eager_inputs), which replays exactly the plan's kernels; ncu's per-launch-config
-// filter elsewhere (compiled graphs, CUDA-graph replays, --dedup kernels) and when requested, which also dedups
+// ranges from module hooks where module hooks run per layer around every kernel (an eager model's inference:
+// a structure whose runtime is eager_inputs, no backward kernels in the window), which replays exactly the
+// plan's kernels; ncu's per-launch-config filter elsewhere (compiled graphs, CUDA-graph replays, training
+// steps, whose backward kernels autograd launches outside the hooks' ranges, --dedup kernels) and when requested, which also dedups
 // kernels outside the layers but shares one launch's counters among the template instantiations of a
 // configuration (elementwise add and mul). requested is ProfileRequest::dedup_selection ("auto",
 // "nvtx_modules", "per_launch_config").
-DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, std::string_view requested = "auto");
+DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, bool backward,
+                               std::string_view requested = "auto");
 
 // The plan for a checked request on a probed machine. Throws InputError where the machine cannot serve
 // the request: no tracer library for --backend tracer, no ncu without --skip-ncu, no GPU, no torch.

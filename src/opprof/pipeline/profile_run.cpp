@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -274,17 +275,20 @@ class Runner {
       request.mode = DedupMode::kKernels;
       request.selection = DedupSelection::kPerLaunchConfig;
     }
-    if (request.mode == DedupMode::kLayers) {
-      const std::string runtime = read_structure_file(request.structure).runtime;
-      request.selection = dedup_selection(request.mode, runtime, r_.dedup_selection);
-      if (r_.dedup_selection == "nvtx_modules" && request.selection != DedupSelection::kNvtxModules)
-        say(fmt::format("dedup: --dedup-selection nvtx_modules needs module hooks that run per layer (an eager model); "
-                        "this structure's runtime is {}: using per_launch_config",
-                        runtime));
-    }
     std::optional<InductorArtifacts> inductor;
     if (!attr.inductor.empty()) inductor = read_inductor_artifacts(attr.inductor);
     const AttributionTable attribution = attribute_timeline(tl, inductor ? &*inductor : nullptr, attr.attribution);
+    if (request.mode == DedupMode::kLayers) {
+      const std::string runtime = read_structure_file(request.structure).runtime;
+      const bool backward = std::find(attribution.phase.begin(), attribution.phase.end(), Phase::kBackward) !=
+                            attribution.phase.end();
+      request.selection = dedup_selection(request.mode, runtime, backward, r_.dedup_selection);
+      if (r_.dedup_selection == "nvtx_modules" && request.selection != DedupSelection::kNvtxModules)
+        say(fmt::format("dedup: --dedup-selection nvtx_modules needs module hooks that run per layer around every "
+                        "kernel (an eager model, inference); {}: using per_launch_config",
+                        backward ? "this window has backward kernels, launched outside the hooks' ranges"
+                                 : "this structure's runtime is " + runtime));
+    }
     DedupPlan dedup = build_dedup_plan(tl, attribution, request);
     dedup_request_ = request;
     if (dedup.selection == DedupSelection::kNvtxModules)

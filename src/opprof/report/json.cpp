@@ -164,7 +164,7 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
     j.key("kernels_propagated").unsigned_integer(d.kernels_propagated);
     j.key("kernels_without_source").unsigned_integer(d.kernels_without_source);
     j.key("instances_replayed_in_full").unsigned_integer(d.instances_in_full);
-    j.key("replayed_in_full").begin_array();
+    j.key("differing_instances").begin_array();
     for (const auto& f : d.in_full)
       j.begin_object().key("instance").string(f.instance).key("class").string(f.class_type).key("why").string(f.reason).end_object();
     j.end_array();

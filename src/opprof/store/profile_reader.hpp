@@ -78,7 +78,7 @@ struct ProfileDedup {
   struct InFull {
     std::string instance, class_type, reason;
   };
-  std::vector<InFull> in_full;  // duplicates replayed in full because their kernels differ
+  std::vector<InFull> in_full;  // duplicates whose kernels differ from their representative's (reason says what they got)
   struct Deviation {
     std::string metric;
     std::uint64_t pairs = 0;
