@@ -44,7 +44,12 @@ demo: deps build
 	    --inductor $(DEMO)/inductor -o $(BUILD)/gpt2_compiled.db
 	$(BUILD)/opprof report $(BUILD)/gpt2_compiled.db
 
-test: deps test-cpp test-asan test-fuzz test-python
+# The fuzz targets' short runs (one core) go beside the Python tests (mostly one core), after the builds.
+test: deps
+	$(MAKE) test-cpp
+	$(MAKE) test-asan
+	$(MAKE) build-fuzz
+	$(MAKE) -j 2 --output-sync=target test-fuzz test-python
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -13,6 +13,7 @@ namespace opprof::cli {
 Command add_attribute_command(CLI::App& app) {
   auto o = std::make_shared<CommandOptions<AttributeRequest>>();
   auto job_dir = std::make_shared<std::string>();
+  auto counters_ranks = std::make_shared<std::vector<std::int64_t>>();
   AttributeRequest& r = o->request;
   auto* cmd = app.add_subcommand("attribute", "Attribute a capture's kernels to operators and modules, with ncu counters");
   auto* trace = cmd->add_option("--trace", r.trace, "Timeline: torch.profiler trace JSON (.json or .json.gz)");
@@ -43,18 +44,23 @@ Command add_attribute_command(CLI::App& app) {
           {"nvtx_modules", DedupSelection::kNvtxModules}, {"per_launch_config", DedupSelection::kPerLaunchConfig}}));
   cmd->add_option("--dedup-verify", r.dedup.verify, "Duplicates per class pass B replayed in full to verify");
   cmd->add_option("--structure", r.dedup.structure, "--dedup layers: pass A's opprof_structure.json");
+  cmd->add_option("--counters-ranks", *counters_ranks,
+                  "--job: the ranks pass B replayed (cross-rank dedup, docs/dedup.md), the representative first; the "
+                  "other ranks take its counters kernel by kernel")
+      ->delimiter(',')
+      ->needs(job);
   cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr (warnings still show)");
   cmd->footer(
       "Writes the profile atomically: on any error no database is left behind and an existing one is kept.\n"
       "Exit status: 0 done, 2 bad input, 1 other failure.");
-  return {cmd, [o, job_dir](const std::vector<std::string>&) {
+  return {cmd, [o, job_dir, counters_ranks](const std::vector<std::string>&) {
             // -o "" would mean "write nothing" to the library: on the command line it is a mistake.
             if (o->request.output.empty()) throw InputError("-o", "the output path is empty");
             ProgressPrinter printer(o->quiet);
             if (!job_dir->empty()) {
               if (!o->request.inductor.empty())
                 throw InputError("--inductor", "with --job each process's Inductor files are found in its folder");
-              attribute_job(JobRequest{*job_dir, "", o->request}, &printer);
+              attribute_job(JobRequest{*job_dir, "", o->request, *counters_ranks}, &printer);
             } else {
               if (o->request.trace.empty()) throw InputError("opprof attribute", "give --trace (or --job)");
               attribute_capture(o->request, &printer);

@@ -68,5 +68,7 @@
 #define OPPROF_ENV_TRACE_BUFFERS "OPPROF_TRACE_BUFFERS"           /* CUPTI activity buffers in the pool */
 #define OPPROF_ENV_TRACE_BUFFER_KB "OPPROF_TRACE_BUFFER_KB"       /* size of one buffer */
 #define OPPROF_ENV_DEDUP_PLAN "OPPROF_DEDUP_PLAN"                 /* pass B: the dedup plan its hooks read */
+/* a job's pass B: the ranks that open ncu's window ("0,1"); the others run without one (cross-rank dedup) */
+#define OPPROF_ENV_COUNTERS_RANKS "OPPROF_COUNTERS_RANKS"
 
 #endif /* OPPROF_CONTRACT_H */

@@ -118,6 +118,20 @@ def per_process() -> bool:
     return os.environ.get(contract.ENV_TRACE_PER_PROCESS, "0") not in ("", "0")
 
 
+def counters_window_wanted() -> bool:
+    """Pass B of a job with cross-rank dedup (OPPROF_COUNTERS_RANKS, "0,1"): whether this process's window
+    opens ncu's range. Ranks not listed run without one and take the representative's counters; a process
+    without a rank, or a list that cannot be read, is replayed."""
+    wanted = os.environ.get(contract.ENV_COUNTERS_RANKS, "")
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
+    if not per_process() or not wanted or not (rank and rank.isdigit()):
+        return True
+    ranks = [r.strip() for r in wanted.split(",")]
+    if not all(r.isdigit() for r in ranks):
+        return True
+    return int(rank) in {int(r) for r in ranks}
+
+
 def process_dir_name() -> str:
     """This process's capture folder in a job, named as the tracer names it: rank<R> from RANK (else
     LOCAL_RANK), pid<P> without one."""
@@ -600,10 +614,17 @@ class Capture:
     def window_backend(self) -> Any:
         from opprof.window import CudaProfilerBackend, TorchProfilerBackend, TracerBackend
 
+        from opprof.window import Backend
+
         if self.tracer:
             return TracerBackend()
         if self.args.pass_ == "timeline":
             return TorchProfilerBackend(str(self.trace_path), with_cuda=self.torch.cuda.is_available())
+        if not counters_window_wanted():
+            log(f"cross-rank dedup: rank {os.environ.get('RANK') or os.environ.get('LOCAL_RANK')} runs without ncu's "
+                f"window ({contract.ENV_COUNTERS_RANKS}={os.environ.get(contract.ENV_COUNTERS_RANKS)}); it takes the "
+                "representative rank's counters")
+            return Backend()
         return CudaProfilerBackend()
 
     def discard_stale_trace(self) -> None:

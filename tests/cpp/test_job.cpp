@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -293,6 +294,70 @@ TEST(Job, RanksAreAttributedIntoOneProfileAndProblemsReported) {
   EXPECT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
   EXPECT_EQ(json.find("\"status\": \"idle\""), std::string::npos) << json;  // a launcher is not listed as a rank
   EXPECT_NE(json.find("\"idle_processes\": [\n      {\n        \"pid\": 400"), std::string::npos) << json;
+}
+
+// Pass B replayed rank 0 only (OPPROF_COUNTERS_RANKS=0): rank 1 launched the same kernels and takes rank 0's
+// counters kernel by kernel, marked; a rank whose kernels differ keeps none and is reported.
+TEST(Job, CrossRankDedupPropagatesTheRepresentativeRanksCounters) {
+  TempDir dir;
+  write_job(dir.path());
+  std::filesystem::remove_all(dir.path() / "pid300");
+  std::string csv = ncu_csv();
+  std::string only_rank0;
+  std::istringstream lines(csv);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("\"201\"") == std::string::npos && line.find("\"999\"") == std::string::npos) only_rank0 += line + "\n";
+  write(dir.path() / "ncu.csv", only_rank0);
+  JobRequest request;
+  request.dir = dir.path().string();
+  request.request.ncu = dir.file("ncu.csv");
+  request.request.output = dir.file("job.db");
+  request.counters_ranks = {0};
+  const JobResult result = attribute_job(request);
+  ASSERT_TRUE(result.profile.dedup);
+  EXPECT_EQ(result.profile.dedup->mode, DedupMode::kRanks);
+  EXPECT_EQ(result.profile.propagation.propagated, 2u);  // rank 1's GEMM and all-reduce
+  EXPECT_EQ(result.profile.coverage.ncu_unmatched_kernels, 0u);
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(dir.file("job.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  // Every kernel of rank 1 has rank 0's values, and says from which kernel.
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM kernel_metrics km JOIN kernels k ON k.id = km.kernel_id "
+                          "WHERE k.rank = 1 AND km.counters_from IS NOT NULL"),
+            query_int(db, "SELECT COUNT(*) FROM kernel_metrics km JOIN kernels k ON k.id = km.kernel_id WHERE k.rank = 1"));
+  EXPECT_GT(query_int(db, "SELECT COUNT(*) FROM kernel_metrics km JOIN kernels k ON k.id = km.kernel_id WHERE k.rank = 1"), 0);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM kernel_metrics d JOIN kernel_metrics s ON s.kernel_id = d.counters_from "
+                          "AND s.metric_id = d.metric_id JOIN kernels k ON k.id = s.kernel_id "
+                          "WHERE k.rank != 0 OR s.value IS NOT d.value"),
+            0);
+  sqlite3_close(db);
+  const ProfileReader reader(dir.file("job.db"));
+  const ProfileDedup d = reader.dedup();
+  EXPECT_TRUE(d.active);
+  EXPECT_EQ(d.mode, "ranks");
+  EXPECT_EQ(d.selection, "rank_windows");
+  EXPECT_EQ(d.kernels_propagated, 2u);
+  EXPECT_NE(render_terminal_report(reader).find("dedup ranks (rank_windows)"), std::string::npos);
+
+  // Rank 1 launches one kernel more: nothing can be propagated to it, and the report says why.
+  std::string other = rank_trace(101, 1);
+  other.insert(other.rfind("]}"), ",\n" + event("kernel", "extra_kernel", 101, 7, 90, 3, kernel_args(9, 7)));
+  write(dir.path() / "rank1" / "trace.json", other);
+  const JobResult differs = attribute_job(request);
+  ASSERT_TRUE(differs.profile.dedup);
+  EXPECT_EQ(differs.profile.propagation.propagated, 0u);
+  const ProfileDedup dd = ProfileReader(dir.file("job.db")).dedup();
+  ASSERT_EQ(dd.in_full.size(), 1u);
+  EXPECT_EQ(dd.in_full[0].instance, "rank 1");
+  EXPECT_NE(dd.in_full[0].reason.find("differs from rank 0's"), std::string::npos) << dd.in_full[0].reason;
+}
+
+TEST(Job, CrossRankDedupNeedsItsRepresentative) {
+  Timeline tl;
+  const DedupPlan p = plan_rank_dedup(tl, {{"rank 1", 1, {}}}, {0});
+  EXPECT_FALSE(p.active());
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("rank 0"), std::string::npos);
 }
 
 TEST(Job, AProfileWithoutProcessFoldersIsAnInputError) {

@@ -648,6 +648,18 @@ TEST_F(KinetoReaderTest, MalformedEventNamesLineAndColumn) {
   EXPECT_EQ(n.position().byte_offset, stream + 10);
   EXPECT_NE(n.message().find("malformed number"), std::string::npos) << n.what();
 
+  // A grid that is not three counts: a fourth element would otherwise be dropped (and with it, for an
+  // object, whatever event a broken edit put there), a string or a missing one would change the identity.
+  for (const char* grid : {"[1, 1, 1, 1]", "[1, 1]", "[1, \"x\", 1]"}) {
+    std::string bad_grid = text;
+    const std::size_t g = text.find("\"grid\": [", at);
+    ASSERT_NE(g, std::string::npos);
+    bad_grid.replace(g + 8, text.find(']', g) + 1 - (g + 8), grid);
+    InputError e = read_error(write("grid.json", bad_grid));
+    EXPECT_EQ(e.position().byte_offset, g + 8) << e.what();
+    EXPECT_NE(e.message().find("\"grid\" is not [x, y, z]"), std::string::npos) << e.what();
+  }
+
   // Garbage between events.
   std::string garbage = text;
   const std::size_t between = text.find("},\n", text.find("\"traceEvents\"")) + 1;

@@ -34,6 +34,26 @@ def test_process_folder_is_named_by_rank_else_pid(monkeypatch):
     assert capture.per_process()
 
 
+def test_only_the_listed_ranks_open_ncus_window_in_pass_b(monkeypatch):
+    monkeypatch.setenv(contract.ENV_TRACE_PER_PROCESS, "1")
+    monkeypatch.setenv(contract.ENV_COUNTERS_RANKS, "0,2")
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.setenv("RANK", "1")
+    assert not capture.counters_window_wanted()
+    for rank in ("0", "2"):
+        monkeypatch.setenv("RANK", rank)
+        assert capture.counters_window_wanted()
+    # Without a rank, outside a job, or with a list it cannot read, a process is replayed.
+    monkeypatch.delenv("RANK")
+    assert capture.counters_window_wanted()
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv(contract.ENV_COUNTERS_RANKS, "zero")
+    assert capture.counters_window_wanted()
+    monkeypatch.setenv(contract.ENV_COUNTERS_RANKS, "0")
+    monkeypatch.setenv(contract.ENV_TRACE_PER_PROCESS, "0")
+    assert capture.counters_window_wanted()
+
+
 def test_torchrun_ranks_write_one_capture_folder_each(tmp_path):
     out = tmp_path / "job"
     env = dict(os.environ)

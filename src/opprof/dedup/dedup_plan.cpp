@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "opprof/match/ncu_match.hpp"
+#include "opprof/util/error.hpp"
 
 namespace opprof {
 namespace {
@@ -70,6 +71,12 @@ std::string first_difference(const Timeline& tl, const std::vector<std::uint32_t
                          kernel_identity_text(tl, other[i]), kernel_identity_text(tl, rep[i]));
   }
   return fmt::format("{} kernels where the representative launches {}", other.size(), rep.size());
+}
+
+std::string join_ranks(const std::vector<std::int64_t>& ranks) {
+  std::string out;
+  for (std::int64_t r : ranks) out += fmt::format("{}rank {}", out.empty() ? "" : ", ", r);
+  return out;
 }
 
 }  // namespace
@@ -214,6 +221,8 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
   DedupPlan p;
   switch (request.mode) {
     case DedupMode::kOff: p = plan_without_dedup(tl); break;
+    case DedupMode::kRanks:
+      throw InputError("--dedup", "ranks is the dedup of a multi-process job: attribute the job (--job, --counters-ranks)");
     case DedupMode::kKernels: p = plan_kernel_dedup(tl, request.verify); break;
     case DedupMode::kLayers: {
       const ModelStructure structure = read_structure_file(request.structure);
@@ -246,6 +255,60 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
   }
   p.selection = request.mode == DedupMode::kKernels ? DedupSelection::kPerLaunchConfig : request.selection;
   p.verify = request.verify;
+  return p;
+}
+
+DedupPlan plan_rank_dedup(const Timeline& tl, const std::vector<RankKernels>& ranks,
+                          const std::vector<std::int64_t>& counters_ranks) {
+  DedupPlan p = empty_plan(tl, DedupMode::kRanks);
+  p.selection = DedupSelection::kRankWindows;
+  p.verify = counters_ranks.empty() ? 0 : static_cast<int>(counters_ranks.size()) - 1;
+  auto replayed_rank = [&](std::int64_t rank) {
+    return std::find(counters_ranks.begin(), counters_ranks.end(), rank) != counters_ranks.end();
+  };
+  const RankKernels* rep = nullptr;
+  for (const RankKernels& r : ranks)
+    if (!counters_ranks.empty() && r.rank == counters_ranks.front() && !r.kernels.empty()) rep = &r;
+  if (!rep) {
+    p.mode = DedupMode::kOff;
+    p.notes.push_back(fmt::format("cross-rank dedup: rank {} (whose counters the others would take) has no kernels "
+                                  "in the job: nothing propagated",
+                                  counters_ranks.empty() ? -1 : counters_ranks.front()));
+    finish_counts(p);
+    return p;
+  }
+  DedupClass c;
+  c.type = "rank";
+  c.signature = fmt::format("the kernel sequence of {} ({} kernels)", rep->label, rep->kernels.size());
+  c.instances.push_back({rep->label, rep->kernels, true, true, false, ""});
+  for (const RankKernels& r : ranks) {
+    if (&r == rep) continue;
+    DedupInstance inst{r.label, r.kernels, false, false, false, ""};
+    const bool same = r.kernels.size() == rep->kernels.size() &&
+                      std::equal(r.kernels.begin(), r.kernels.end(), rep->kernels.begin(), [&](std::uint32_t a, std::uint32_t b) {
+                        return kernel_identity_text(tl, a) == kernel_identity_text(tl, b);
+                      });
+    if (replayed_rank(r.rank)) {
+      inst.replayed_in_full = true;
+      inst.verify = same;
+      if (same)
+        for (std::size_t i = 0; i < r.kernels.size(); ++i) p.verify_against[r.kernels[i]] = rep->kernels[i];
+    } else {
+      for (std::uint32_t k : r.kernels) p.replayed[k] = 0;
+      if (same) {
+        for (std::size_t i = 0; i < r.kernels.size(); ++i) p.counters_from[r.kernels[i]] = rep->kernels[i];
+      } else {
+        inst.reason = fmt::format("its kernel sequence differs from {}'s ({}): not replayed, so without counters",
+                                  rep->label, first_difference(tl, rep->kernels, r.kernels));
+      }
+    }
+    c.instances.push_back(std::move(inst));
+  }
+  p.classes.push_back(std::move(c));
+  p.notes.push_back(fmt::format("pass B replayed {} only (OPPROF_COUNTERS_RANKS); the other ranks take {}'s counters "
+                                "kernel by kernel",
+                                join_ranks(counters_ranks), rep->label));
+  finish_counts(p);
   return p;
 }
 

@@ -23,8 +23,10 @@
 
 namespace opprof {
 
-enum class DedupMode : std::uint8_t { kOff = 0, kLayers = 1, kKernels = 2 };
-inline constexpr std::array<const char*, 3> kDedupModeNames = {"off", "layers", "kernels"};
+// ranks: a multi-process job whose pass B replayed only some ranks (plan_rank_dedup); chosen by
+// `opprof profile` for a job, not a --dedup value.
+enum class DedupMode : std::uint8_t { kOff = 0, kLayers = 1, kKernels = 2, kRanks = 3 };
+inline constexpr std::array<const char*, 4> kDedupModeNames = {"off", "layers", "kernels", "ranks"};
 inline const char* to_string(DedupMode m) { return enum_name(kDedupModeNames, m); }
 
 // How pass B replays only a plan's replay set (docs/dedup.md has the measurements behind the choice).
@@ -33,8 +35,10 @@ enum class DedupSelection : std::uint8_t {
                          // backward; ncu --nvtx --nvtx-exclude (eager forward and training)
   kPerLaunchConfig = 1,  // ncu --filter-mode per-launch-config --launch-count 1+verify: the first launches of
                          // each launch configuration (compiled graphs, CUDA-graph replays, --dedup kernels)
+  kRankWindows = 2,      // a job's pass B: only the replayed ranks open ncu's window (OPPROF_COUNTERS_RANKS)
 };
-inline constexpr std::array<const char*, 2> kDedupSelectionNames = {"nvtx_modules", "per_launch_config"};
+inline constexpr std::array<const char*, 3> kDedupSelectionNames = {"nvtx_modules", "per_launch_config",
+                                                                    "rank_windows"};
 inline const char* to_string(DedupSelection s) { return enum_name(kDedupSelectionNames, s); }
 
 struct DedupRequest {
@@ -91,5 +95,21 @@ DedupPlan plan_without_dedup(const Timeline& tl);
 DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
                            int verify = 0);
 DedupPlan plan_kernel_dedup(const Timeline& tl, int verify = 0);
+
+// One process of a job in the merged timeline: its label ("rank 1"), rank (kNoRank without one) and its
+// kernels (kind kernel) in launch order.
+struct RankKernels {
+  std::string label;
+  std::int64_t rank = -1;
+  std::vector<std::uint32_t> kernels;
+};
+
+// Cross-rank dedup: pass B replayed only the ranks in counters_ranks (the first is the representative, the
+// others were replayed to verify). Every other rank whose kernel sequence (name, grid, block) equals the
+// representative's takes its counters position by position; one whose sequence differs keeps no counters
+// and is reported. The verify ranks are compared with the representative (verify_against). Inactive, with
+// a note, when the representative rank has no kernels in the job.
+DedupPlan plan_rank_dedup(const Timeline& tl, const std::vector<RankKernels>& ranks,
+                          const std::vector<std::int64_t>& counters_ranks);
 
 }  // namespace opprof

@@ -406,7 +406,7 @@ class EventParser {
   std::optional<std::int64_t> read_time(od::value& value, std::size_t start, std::string_view key);
   bool read_uint(od::value& value, std::size_t start, std::uint64_t& out);
   bool read_uint_slow(od::value& value, std::size_t start, std::uint64_t& out);
-  void read_dim3(od::value& value, std::size_t start, Dim3& out);
+  void read_dim3(od::value& value, std::size_t start, std::string_view name, Dim3& out);
   std::string_view read_string(od::value& value, std::size_t start);
 
   const std::string& path_;
@@ -555,18 +555,27 @@ bool EventParser::read_uint_slow(od::value& value, std::size_t start, std::uint6
   return false;
 }
 
-void EventParser::read_dim3(od::value& value, std::size_t start, Dim3& out) {
+void EventParser::read_dim3(od::value& value, std::size_t start, std::string_view name, Dim3& out) {
+  // A launch's grid or block is what matching compares: one that is not three counts is refused, since
+  // reading part of it would give the kernel another identity (or swallow what follows it).
+  const char* at = nullptr;
+  if (value.current_location().get(at) != simdjson::SUCCESS) at = nullptr;
   od::array arr;
   if (value.get_array().get(arr) != simdjson::SUCCESS) return;
   std::uint32_t* dims[3] = {&out.x, &out.y, &out.z};
   int i = 0;
+  bool counts = true;
   for (auto element_result : arr) {
     od::value element;
     if (auto e = std::move(element_result).get(element)) fail_json(value, start, e, "");
     std::uint64_t v = 0;
     if (i < 3 && read_uint(element, start, v)) *dims[i] = to_u32(v);
+    else counts = false;
     ++i;
   }
+  if (i != 3 || !counts)
+    fail_at(index_of(at, start), fmt::format("malformed event: \"{}\" is not [x, y, z] of non-negative integers "
+                                             "({} elements)", name, i));
 }
 
 void EventParser::parse_args(od::value& value, std::size_t start, ArgsNeeded needed, EventArgs& args) {
@@ -598,8 +607,8 @@ void EventParser::parse_args(od::value& value, std::size_t start, ArgsNeeded nee
       case ArgKey::kRegisters:
         if (read_uint(v, start, n)) args.registers = to_u32(n);
         break;
-      case ArgKey::kGrid: read_dim3(v, start, args.grid); break;
-      case ArgKey::kBlock: read_dim3(v, start, args.block); break;
+      case ArgKey::kGrid: read_dim3(v, start, "grid", args.grid); break;
+      case ArgKey::kBlock: read_dim3(v, start, "block", args.block); break;
       case ArgKey::kGraphId: read_uint(v, start, args.graph_id); break;
       case ArgKey::kGraphNodeId: read_uint(v, start, args.graph_node); break;
       case ArgKey::kBytes: read_uint(v, start, args.bytes); break;

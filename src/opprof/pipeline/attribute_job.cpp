@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -21,6 +22,7 @@ struct Part {
   std::size_t process = 0;
   AttributeResult result;
   std::vector<std::uint32_t> job_row;
+  std::uint32_t kernel_offset = 0;  // its first row in the merged timeline (merge_parts sets it)
 };
 
 // The job CSV's rows of one pid, in file order.
@@ -164,6 +166,7 @@ AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProce
     const AttributeResult& r = part.result;
     const std::string prefix = processes[part.process].label() + ": ";
     const auto kernel_offset = static_cast<std::uint32_t>(tl.kernels.size());
+    part.kernel_offset = kernel_offset;
     const auto range_offset = static_cast<std::uint32_t>(tl.ranges.size());
     const std::vector<StrId> remap = append_timeline(tl, r.timeline());
     append_attribution(out.attribution, r.attribution, remap, range_offset);
@@ -223,6 +226,44 @@ AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProce
   out.aggregates = aggregate(tl, out.attribution, out.kernel_metrics);
   out.coverage = compute_coverage(tl, out.attribution, out.match ? &*out.match : nullptr, out.ncu ? out.ncu->rows() : 0);
   return out;
+}
+
+// Cross-rank dedup: the ranks pass B did not replay take the representative's counters (plan_rank_dedup),
+// marked in counters_from; they are no longer unmatched, and aggregates and coverage are computed again.
+void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& parts,
+                            const std::vector<JobProcess>& processes, const std::vector<std::int64_t>& counters_ranks,
+                            ProgressObserver* observer) {
+  const Timeline& tl = merged.timeline();
+  std::vector<RankKernels> ranks;
+  for (const Part& part : parts) {
+    RankKernels r{processes[part.process].label(), processes[part.process].rank, {}};
+    const Timeline& own = part.result.timeline();
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t k = 0; k < own.kernels.size(); ++k)
+      if (own.kernels.kind[k] == ActivityKind::kKernel) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return own.kernels.start_ns[a] < own.kernels.start_ns[b]; });
+    for (std::uint32_t k : order) r.kernels.push_back(part.kernel_offset + k);
+    ranks.push_back(std::move(r));
+  }
+  DedupPlan plan = plan_rank_dedup(tl, ranks, counters_ranks);
+  for (const std::string& note : plan.notes)
+    if (observer) observer->on_attribute(progress::Warning{"cross-rank dedup: " + note});
+  if (!plan.active()) return;
+  merged.propagation = propagate_counters(plan, merged.kernel_metrics);
+  merged.dedup_deviation = verify_deviation(tl, plan, merged.kernel_metrics);
+  for (const DedupClass& c : plan.classes)
+    for (const DedupInstance& i : c.instances)
+      if (!i.reason.empty() && observer) observer->on_attribute(progress::Warning{i.path + ": " + i.reason});
+  if (merged.match) {
+    const std::vector<std::uint32_t>& from = merged.kernel_metrics.counters_from;
+    std::erase_if(merged.match->unmatched_kernels,
+                  [&](std::uint32_t k) { return k < from.size() && from[k] != kNoIndex; });
+  }
+  merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);
+  merged.coverage =
+      compute_coverage(tl, merged.attribution, merged.match ? &*merged.match : nullptr, merged.ncu ? merged.ncu->rows() : 0);
+  merged.dedup = std::move(plan);
 }
 
 }  // namespace
@@ -287,6 +328,8 @@ JobResult attribute_job(const JobRequest& request, ProgressObserver* observer) {
   }
 
   AttributeResult& merged = out.profile = merge_parts(parts, processes, job_ncu);
+  if (job_ncu && !request.counters_ranks.empty())
+    propagate_across_ranks(merged, parts, processes, request.counters_ranks, observer);
   // The collectives table points at their CPU ranges, which launch nothing: keep them in the database.
   const RangeTable& ranges = merged.timeline().ranges;
   for (std::size_t i = 0; i < ranges.size() && i < merged.notes.operator_on_launch_path.size(); ++i)

@@ -20,6 +20,9 @@ struct JobRequest {
   // The rest as for one process: ncu is the job's CSV (every process's rows, by "Process ID"), output the
   // database; trace and inductor are found per process.
   AttributeRequest request;
+  // Cross-rank dedup (docs/dedup.md): the ranks pass B replayed, the representative first; the others take
+  // its counters kernel by kernel. Empty: pass B replayed every process.
+  std::vector<std::int64_t> counters_ranks;
 };
 
 struct JobResult {

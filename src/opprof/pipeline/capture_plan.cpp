@@ -225,6 +225,8 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   plan.dedup.verify = r.dedup_verify;
   plan.dedup.structure = (out / OPPROF_STRUCTURE_FILE).string();
   plan.dedup_plan_file = (out / OPPROF_DEDUP_PLAN_FILE).string();
+  if (plan.per_process && plan.dedup.mode != DedupMode::kOff)
+    for (std::int64_t rank = 0; rank <= r.dedup_verify; ++rank) plan.counters_ranks.push_back(rank);
   return plan;
 }
 
@@ -275,6 +277,15 @@ CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env
                                   dedup->skip_modules.size(), OPPROF_DEDUP_RANGE));
   }
   if (plan.per_process) b.env[OPPROF_ENV_TRACE_PER_PROCESS] = "1";  // each rank's runner writes into its folder
+  // A window over the whole run is open from the start in every process: no rank can be left out then.
+  if (!plan.counters_ranks.empty() && !whole_run) {
+    std::string ranks;
+    for (std::int64_t rank : plan.counters_ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(rank);
+    b.env[OPPROF_ENV_COUNTERS_RANKS] = ranks;
+    b.notes.push_back(fmt::format("dedup across ranks: pass B opens ncu's window in rank{} {} only; the other ranks take "
+                                  "rank 0's counters kernel by kernel (--dedup off replays every rank)",
+                                  plan.counters_ranks.size() > 1 ? "s" : "", ranks));
+  }
   b.stdout_path = (out / "ncu.log").string();
   b.stderr_path = (out / "pass_b.log").string();
   b.produces = (out / "ncu.ncu-rep").string();

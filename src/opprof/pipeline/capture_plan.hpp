@@ -98,6 +98,9 @@ struct CapturePlan {
   std::string backend;             // resolved: tracer or torch
   std::string launcher;            // torchrun or torch.distributed.run when the command starts one, else ""
   bool per_process = false;        // every process writes its own capture folder (a multi-process job)
+  // A job with dedup: the ranks pass B replays (rank 0, the representative, then the --dedup-verify ranks);
+  // the others run without ncu's window and take rank 0's counters (docs/dedup.md). Empty: every rank.
+  std::vector<std::int64_t> counters_ranks;
   std::vector<std::string> notes;  // said at the start (how the backend was chosen)
   CapturePass timeline;
   bool counters = false;           // pass B and its export follow (not with --skip-ncu)

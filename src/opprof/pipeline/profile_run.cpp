@@ -92,6 +92,7 @@ class Runner {
       job.request.output = plan_.database;
       job.request.metrics = r_.metrics;
       if (!ncu_csv_.empty()) job.request.ncu = ncu_csv_;
+      job.counters_ranks = counters_ranks_;
       meta_["job.launcher"] = plan_.launcher.empty() ? "(the program)" : plan_.launcher;
       job.request.extra_metadata = meta_;
       attribute_job(job, observer_);
@@ -187,6 +188,7 @@ class Runner {
     std::string chip;
     bool whole_run = false;
     const auto read_start = Clock::now();
+    std::vector<std::pair<std::int64_t, std::uint64_t>> kernels_by_rank;
     for (const JobProcess& p : find_job_processes(plan_.output_dir, trace_file)) {
       if (p.trace.empty()) continue;
       const auto record = read_capture_json(fs::path(p.trace).parent_path() / OPPROF_CAPTURE_RECORD_FILE);
@@ -195,13 +197,17 @@ class Runner {
         for (const auto& [k, v] : record) meta_[k] = v;
       try {
         const TimelineCapture t = read_capture_timeline(p.trace);
-        expected += t.kernel_count();
+        kernels_by_rank.emplace_back(p.rank, t.kernel_count());
         if (chip.empty()) chip = chip_for_capture(t.timeline.metadata);
       } catch (const InputError& e) {
         say(fmt::format("{}: {}", p.label(), e.what()));  // attribute_job reports it with the others
       }
     }
     read_s_ = since(read_start);
+    if (!whole_run) counters_ranks_ = plan_.counters_ranks;
+    for (const auto& [rank, kernels] : kernels_by_rank)
+      if (counters_ranks_.empty() || std::find(counters_ranks_.begin(), counters_ranks_.end(), rank) != counters_ranks_.end())
+        expected += kernels;
     if (!plan_.counters || !partial_.empty()) return;
     if (interrupted()) partial_ = "interrupted before pass B: no counters";
     else run_counters_pass(expected, chip, whole_run, metric_set, nullptr);
@@ -382,6 +388,7 @@ class Runner {
   std::optional<double> pass_b_s_;
   std::string ncu_csv_;
   DedupRequest dedup_request_;  // the dedup pass B was run with (layers may have fallen back to kernels)
+  std::vector<std::int64_t> counters_ranks_;  // a job's pass B replayed these ranks only (empty: all)
   bool dedup_active_ = false;   // pass B replayed a deduplicated set: attribution propagates the counters
 };
 
