@@ -10,7 +10,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 DEMO       := tests/fixtures/gpt2_compiled
 
-.PHONY: all deps build build-asan build-fuzz demo test test-cpp test-asan test-fuzz test-python fuzz bench clean
+.PHONY: all deps build build-asan build-fuzz demo test test-cpp test-asan test-fuzz fuzz-smoke test-python fuzz bench clean
 
 all: build
 
@@ -49,7 +49,7 @@ test: deps
 	$(MAKE) test-cpp
 	$(MAKE) test-asan
 	$(MAKE) build-fuzz
-	$(MAKE) -j 2 --output-sync=target test-fuzz test-python
+	$(MAKE) -j 2 --output-sync=target fuzz-smoke test-python
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -59,6 +59,10 @@ test-asan: build-asan
 
 # Every fuzz target for FUZZ_SMOKE_SECONDS, after its committed regression inputs; fails on any finding.
 test-fuzz: build build-fuzz
+	$(MAKE) fuzz-smoke
+
+# The same on trees already built (no build step runs beside the Python tests).
+fuzz-smoke:
 	tests/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SMOKE_SECONDS) $(BUILD)/opprof
 
 # Long runs, one target after another (FUZZ_TARGETS to pick some), growing the kept corpora.
