@@ -350,6 +350,19 @@ TEST(Job, CrossRankDedupPropagatesTheRepresentativeRanksCounters) {
   ASSERT_EQ(dd.in_full.size(), 1u);
   EXPECT_EQ(dd.in_full[0].instance, "rank 1");
   EXPECT_NE(dd.in_full[0].reason.find("differs from rank 0's"), std::string::npos) << dd.in_full[0].reason;
+
+  // A rank with rows of its own keeps them: it counts as replayed, and is compared with rank 0 (verify).
+  write(dir.path() / "rank1" / "trace.json", rank_trace(101, 1));
+  write(dir.path() / "ncu.csv", csv);
+  const JobResult own = attribute_job(request);
+  ASSERT_TRUE(own.profile.dedup);
+  EXPECT_EQ(own.profile.propagation.propagated, 0u);
+  ASSERT_FALSE(own.profile.dedup_deviation.empty());
+  EXPECT_EQ(own.profile.dedup_deviation.front().pairs, 2u);  // rank 1's GEMM and all-reduce against rank 0's
+  sqlite3* db2 = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(dir.file("job.db").c_str(), &db2, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  EXPECT_EQ(query_int(db2, "SELECT COUNT(*) FROM kernel_metrics WHERE counters_from IS NOT NULL"), 0);
+  sqlite3_close(db2);
 }
 
 TEST(Job, CrossRankDedupNeedsItsRepresentative) {

@@ -246,7 +246,14 @@ void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& pa
     for (std::uint32_t k : order) r.kernels.push_back(part.kernel_offset + k);
     ranks.push_back(std::move(r));
   }
-  DedupPlan plan = plan_rank_dedup(tl, ranks, counters_ranks);
+  // A process with rows of its own (one without a rank, which every pass B replays; a rank the list
+  // leaves out by mistake) counts as replayed: its counters are never overwritten by another rank's.
+  std::vector<std::int64_t> replayed = counters_ranks;
+  for (const Part& part : parts) {
+    const JobProcess& p = processes[part.process];
+    if (p.ncu_rows > 0 && std::find(replayed.begin(), replayed.end(), p.rank) == replayed.end()) replayed.push_back(p.rank);
+  }
+  DedupPlan plan = plan_rank_dedup(tl, ranks, replayed);
   for (const std::string& note : plan.notes)
     if (observer) observer->on_attribute(progress::Warning{"cross-rank dedup: " + note});
   if (!plan.active()) return;

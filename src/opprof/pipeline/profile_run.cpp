@@ -206,7 +206,8 @@ class Runner {
     read_s_ = since(read_start);
     if (!whole_run) counters_ranks_ = plan_.counters_ranks;
     for (const auto& [rank, kernels] : kernels_by_rank)
-      if (counters_ranks_.empty() || std::find(counters_ranks_.begin(), counters_ranks_.end(), rank) != counters_ranks_.end())
+      if (counters_ranks_.empty() || rank == kNoRank ||
+          std::find(counters_ranks_.begin(), counters_ranks_.end(), rank) != counters_ranks_.end())
         expected += kernels;
     if (!plan_.counters || !partial_.empty()) return;
     if (interrupted()) partial_ = "interrupted before pass B: no counters";
