@@ -132,7 +132,7 @@ void append_attribution(AttributionTable& a, const AttributionTable& in, const s
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The processes' profiles as one: timeline rows, attribution, the ncu match over the job's CSV and the
-// counters per kernel, in the parts' order; aggregates and coverage over the whole job.
+// counters per kernel, in the parts' order (aggregates and coverage are the caller's, after any propagation).
 AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProcess>& processes,
                             const std::optional<NcuTable>& job_ncu) {
   AttributeResult out;
@@ -223,13 +223,11 @@ AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProce
     if (orphans > 0)
       out.match->notes.push_back(fmt::format("{} ncu rows belong to no process of the job (pass B's pid matches no rank)", orphans));
   }
-  out.aggregates = aggregate(tl, out.attribution, out.kernel_metrics);
-  out.coverage = compute_coverage(tl, out.attribution, out.match ? &*out.match : nullptr, out.ncu ? out.ncu->rows() : 0);
   return out;
 }
 
 // Cross-rank dedup: the ranks pass B did not replay take the representative's counters (plan_rank_dedup),
-// marked in counters_from; they are no longer unmatched, and aggregates and coverage are computed again.
+// marked in counters_from; they are no longer unmatched.
 void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& parts,
                             const std::vector<JobProcess>& processes, const std::vector<std::int64_t>& counters_ranks,
                             ProgressObserver* observer) {
@@ -267,9 +265,6 @@ void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& pa
     std::erase_if(merged.match->unmatched_kernels,
                   [&](std::uint32_t k) { return k < from.size() && from[k] != kNoIndex; });
   }
-  merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);
-  merged.coverage =
-      compute_coverage(tl, merged.attribution, merged.match ? &*merged.match : nullptr, merged.ncu ? merged.ncu->rows() : 0);
   merged.dedup = std::move(plan);
 }
 
@@ -337,6 +332,11 @@ JobResult attribute_job(const JobRequest& request, ProgressObserver* observer) {
   AttributeResult& merged = out.profile = merge_parts(parts, processes, job_ncu);
   if (job_ncu && !request.counters_ranks.empty())
     propagate_across_ranks(merged, parts, processes, request.counters_ranks, observer);
+  // Aggregates and coverage once, over the merged timeline with whatever counters it ended with.
+  const Timeline& tl = merged.timeline();
+  merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);
+  merged.coverage =
+      compute_coverage(tl, merged.attribution, merged.match ? &*merged.match : nullptr, merged.ncu ? merged.ncu->rows() : 0);
   // The collectives table points at their CPU ranges, which launch nothing: keep them in the database.
   const RangeTable& ranges = merged.timeline().ranges;
   for (std::size_t i = 0; i < ranges.size() && i < merged.notes.operator_on_launch_path.size(); ++i)
