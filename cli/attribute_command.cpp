@@ -46,7 +46,7 @@ Command add_attribute_command(CLI::App& app) {
   cmd->add_option("--structure", r.dedup.structure, "--dedup layers: pass A's opprof_structure.json");
   cmd->add_option("--counters-ranks", *counters_ranks,
                   "--job: the ranks pass B replayed (cross-rank dedup, docs/dedup.md), the representative first; the "
-                  "other ranks take its counters kernel by kernel")
+                  "other ranks take its counters kernel by kernel. Default: as the ranks' capture_counters.json say")
       ->delimiter(',')
       ->needs(job);
   cmd->add_flag("-q,--quiet", o->quiet, "No progress on stderr (warnings still show)");

@@ -31,6 +31,9 @@
 #define OPPROF_WINDOW_KIND_SCRIPT "script"             /* the script's own cudaProfilerStart/Stop window */
 #define OPPROF_WINDOW_KIND_WHOLE_RUN "whole_run"       /* the whole run (no window opened, or --window whole) */
 #define OPPROF_WINDOW_KIND_NEVER_OPENED "never_opened" /* --window script and the script opened none */
+/* A window's backend (the record's window_info.backend) that records nothing: a rank of a job whose pass B
+   did not open ncu's range (cross-rank dedup, OPPROF_COUNTERS_RANKS). */
+#define OPPROF_WINDOW_BACKEND_NONE "none"
 
 /* Files in a capture directory. */
 #define OPPROF_TRACER_TRACE_FILE "trace.opprof"               /* pass A's log, tracer backend */

@@ -23,6 +23,8 @@ WINDOW_KIND_WORKLOAD = "workload"
 WINDOW_KIND_SCRIPT = "script"
 WINDOW_KIND_WHOLE_RUN = "whole_run"
 WINDOW_KIND_NEVER_OPENED = "never_opened"
+# The backend of a window that records nothing (a job's rank without ncu's range under cross-rank dedup).
+WINDOW_BACKEND_NONE = "none"
 
 # Files in a capture directory.
 TRACER_TRACE_FILE = "trace.opprof"

@@ -42,7 +42,7 @@ def _log(message: str) -> None:
 class Backend:
     """What a window does when it opens and closes. discard() ends a recording that is not wanted."""
 
-    name = "none"
+    name = contract.WINDOW_BACKEND_NONE
 
     def start(self) -> None:
         pass

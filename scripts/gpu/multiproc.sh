@@ -15,6 +15,10 @@
 #    training step is ~1000 kernels per rank; replaying 2000 kernels takes longer than this run may).
 #    Under NCCL this job also runs with --skip-ncu: ncu's kernel replay serializes the ranks, and a
 #    replayed all-reduce waits for a peer that cannot run.
+# 5. RUNS="l1_off l1_ranks l1_verify" (issue 19, dedup across ranks): GPT-2 with 1 block and the same 2
+#    metrics, pass B without dedup (both ranks replay every kernel), with the default dedup (only rank 0
+#    opens ncu's window; rank 1 takes its counters kernel by kernel) and with --dedup-verify 1 (rank 1
+#    replayed too and compared). RUNS picks and orders the jobs (default "gpt2 gpt2_l2").
 # --clock-control none, clocks not locked. $OUT/summary.txt has the figures; $OUT/multiproc.tgz the capture
 # folders trimmed to what the engine reads, the profiles, reports and logs.
 set -uo pipefail
@@ -34,7 +38,7 @@ trap finish EXIT
 say "build"
 t0=$SECONDS
 cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
-  -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/logs/build.log" 2>&1 &&
+  -DOPPROF_BUILD_TESTS=OFF -DOPPROF_PARQUET=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/logs/build.log" 2>&1 &&
   cmake --build "$REPO/build-gpu" -j 16 >>"$W/logs/build.log" 2>&1 || { say "build failed"; tail -30 "$W/logs/build.log" >&2; exit 1; }
 say "built in $((SECONDS - t0)) s: $(cd "$REPO/build-gpu" && find agents -name '*.so' | tr '\n' ' ')"
 OPPROF=$REPO/build-gpu/opprof
@@ -72,19 +76,26 @@ profile_job() {  # profile_job NAME TIMEOUT OPPROF-OPTIONS... -- TRAIN-OPTIONS..
   [[ -f "$W/$name/ncu.csv" ]] && gzip -9 -n -f "$W/$name/ncu.csv"
 }
 
-profile_job gpt2 200 --skip-ncu -- --layers 12
-if [[ $BACKEND == nccl ]]; then
-  profile_job gpt2_l2 200 --skip-ncu -- --layers 2
-else
-  profile_job gpt2_l2 260 --metrics "$W/quick_metrics.tsv" -- --layers 2
-fi
+RUNS=${RUNS:-gpt2 gpt2_l2}
+NCU_OPTS=(--metrics "$W/quick_metrics.tsv")
+[[ $BACKEND == nccl ]] && NCU_OPTS=(--skip-ncu)
+for run in $RUNS; do
+  case $run in
+    gpt2) profile_job gpt2 200 --skip-ncu -- --layers 12 ;;
+    gpt2_l2) profile_job gpt2_l2 260 "${NCU_OPTS[@]}" -- --layers 2 ;;
+    l1_off) profile_job l1_off 260 "${NCU_OPTS[@]}" --dedup off -- --layers 1 ;;
+    l1_ranks) profile_job l1_ranks 200 "${NCU_OPTS[@]}" -- --layers 1 ;;
+    l1_verify) profile_job l1_verify 260 "${NCU_OPTS[@]}" --dedup-verify 1 -- --layers 1 ;;
+    *) say "unknown run $run" ;;
+  esac
+done
 
-"$PYTHON" - "$W" "$BACKEND" >"$W/summary.txt" 2>>"$W/logs/steps.txt" <<'PY'
+"$PYTHON" - "$W" "$BACKEND" $RUNS >"$W/summary.txt" 2>>"$W/logs/steps.txt" <<'PY'
 import json, os, sys
-w, backend = sys.argv[1], sys.argv[2]
+w, backend, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 print(f"backend: {backend}")
 print(open(os.path.join(w, "logs", "steps.txt")).read())
-for name in ("gpt2", "gpt2_l2"):
+for name in runs:
     path = os.path.join(w, name, "report.json")
     print(f"== {name}")
     if not os.path.exists(path):
@@ -103,6 +114,14 @@ for name in ("gpt2", "gpt2_l2"):
     for k in ("communication_share", "overlapped_share", "exposed_communication_ns", "max_time_vs_mean",
               "min_time_vs_mean", "most_unequal_operators"):
         print(f"{k}: {job.get(k)}")
+    d = r.get("dedup") or {}
+    print("dedup:", {k: d.get(k) for k in ("mode", "selection", "classes", "instances", "kernels", "kernels_replayed",
+                                           "kernels_propagated", "instances_replayed_in_full")})
+    for f in (d.get("differing_instances") or [])[:5]:
+        print("  differs:", f.get("instance"), str(f.get("why"))[:200])
+    for v in d.get("verify_deviation") or []:
+        print("  verify:", v)
+    print("pass B s:", r.get("metadata", {}).get("timing.pass_b_s"), " pass A s:", r.get("metadata", {}).get("timing.pass_a_s"))
     print("warnings:", r.get("warnings"))
     print("sizes:", {os.path.relpath(os.path.join(d, f), w): os.path.getsize(os.path.join(d, f))
                      for d, _, fs in os.walk(os.path.join(w, name)) for f in fs if "trace" in f or "ncu" in f})

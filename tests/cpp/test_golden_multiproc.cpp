@@ -2,17 +2,20 @@
 // torchrun's own process (tests/fixtures/multiproc/README.md).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
+#include "opprof/util/error.hpp"
+#include "cli_harness.hpp"
 #include "profile_fixture.hpp"
 
 using namespace opprof;
 
 namespace {
-const std::string kJob = std::string(OPPROF_FIXTURES_DIR) + "/multiproc/gpt2";
+const std::string kJob = opprof::test::fixture("multiproc/gpt2");
 }  // namespace
 
 TEST(GoldenMultiproc, GlooRanksOfAGpt2StepAreAttributedAndCompared) {
@@ -68,4 +71,61 @@ TEST(GoldenMultiproc, GlooRanksOfAGpt2StepAreAttributedAndCompared) {
   EXPECT_NE(text.find("89.0% of the ranks' wall span"), std::string::npos) << text;
   EXPECT_NE(text.find("aten::_foreach_div_ (spread 1.23 ms)"), std::string::npos) << text;
   EXPECT_NE(text.find("not ranks: pid 1203"), std::string::npos) << text;
+}
+
+// Cross-rank dedup on the H200 (tests/fixtures/multiproc/README.md, gpt2_l1_ranks): pass B opened ncu's range in
+// rank 0 only. attribute_job reads that from the ranks' counters records, without being told, and gives rank 1
+// rank 0's counters kernel by kernel; nothing is left unmatched and the propagated values are rank 0's.
+TEST(GoldenMultiproc, CrossRankDedupFromTheRanksRecordsPropagatesRank0sCounters) {
+  const std::string job = opprof::test::fixture("multiproc/gpt2_l1_ranks");
+  opprof::testing::TempDir dir;
+  JobRequest request;
+  request.dir = job;
+  request.request.ncu = opprof::test::fixture("multiproc/gpt2_l1_ranks/ncu.csv.gz");
+  request.request.metrics = opprof::test::fixture("multiproc/gpt2_l1_ranks/metrics.tsv");
+  request.request.output = dir.file("job.db");
+  const JobResult r = attribute_job(request);
+
+  ASSERT_EQ(r.job.processes.size(), 3u);
+  EXPECT_EQ(r.job.processes[0].counters_window, CountersWindow::kOpened);
+  EXPECT_EQ(r.job.processes[1].counters_window, CountersWindow::kNotOpened);
+  EXPECT_EQ(r.job.processes[0].ncu_rows, 136u);
+  EXPECT_EQ(r.job.processes[1].ncu_rows, 0u);
+  ASSERT_TRUE(r.profile.dedup);
+  EXPECT_EQ(r.profile.dedup->mode, DedupMode::kRanks);
+  EXPECT_EQ(r.profile.dedup->kernels_replayed, 136u);
+  EXPECT_EQ(r.profile.dedup->kernels_propagated, 136u);
+  EXPECT_EQ(r.profile.propagation.propagated, 136u);
+  ASSERT_TRUE(r.profile.match);
+  EXPECT_EQ(r.profile.match->matched, 136u);
+  EXPECT_TRUE(r.profile.match->unmatched_kernels.empty());
+  EXPECT_TRUE(r.profile.match->unmatched_rows.empty());
+
+  // Every kernel of rank 1 holds the values of the rank-0 kernel it names, which has the same name.
+  const Timeline& tl = r.profile.timeline();
+  const KernelMetrics& km = r.profile.kernel_metrics;
+  ASSERT_EQ(km.metrics.size(), 2u);
+  ASSERT_EQ(km.counters_from.size(), tl.kernels.size());
+  const std::uint32_t rank1_pid = r.job.processes[1].pid;
+  std::size_t rank1_kernels = 0;
+  for (std::uint32_t k = 0; k < tl.kernels.size(); ++k) {
+    if (tl.kernels.kind[k] != ActivityKind::kKernel || tl.kernels.pid[k] != rank1_pid) continue;
+    ++rank1_kernels;
+    const std::uint32_t from = km.counters_from[k];
+    ASSERT_NE(from, kNoIndex) << k;
+    EXPECT_EQ(tl.kernels.pid[from], r.job.processes[0].pid);
+    EXPECT_EQ(tl.str(tl.kernels.name[from]), tl.str(tl.kernels.name[k]));
+    for (std::size_t m = 0; m < km.metrics.size(); ++m) {
+      EXPECT_FALSE(std::isnan(km.value(from, m))) << "rank 0's kernel " << from << " has no " << km.metrics[m].name;
+      EXPECT_EQ(km.value(k, m), km.value(from, m));
+    }
+  }
+  EXPECT_EQ(rank1_kernels, 136u);
+
+  // Told otherwise (--counters-ranks naming rank 1, which pass B did not replay): rank 0's rows cannot become
+  // rank 1's, and rank 1 has none to give, so the inputs do not fit together.
+  JobRequest told = request;
+  told.counters_ranks = {1};
+  told.request.output.clear();
+  EXPECT_THROW(attribute_job(told), InputError);
 }

@@ -304,10 +304,18 @@ DedupPlan plan_rank_dedup(const Timeline& tl, const std::vector<RankKernels>& ra
     }
     c.instances.push_back(std::move(inst));
   }
+  const bool some_rank_propagated = std::any_of(c.instances.begin(), c.instances.end(), [](const DedupInstance& i) {
+    return !i.replayed_in_full;
+  });
   p.classes.push_back(std::move(c));
-  p.notes.push_back(fmt::format("pass B replayed {} only (OPPROF_COUNTERS_RANKS); the other ranks take {}'s counters "
-                                "kernel by kernel",
-                                join_ranks(counters_ranks), rep->label));
+  if (some_rank_propagated)
+    p.notes.push_back(fmt::format("pass B replayed {} only (OPPROF_COUNTERS_RANKS); the other ranks take {}'s "
+                                  "counters kernel by kernel",
+                                  join_ranks(counters_ranks), rep->label));
+  else
+    p.notes.push_back(fmt::format("pass B replayed every rank ({}): each is compared with {} (--dedup-verify), "
+                                  "nothing is propagated",
+                                  join_ranks(counters_ranks), rep->label));
   finish_counts(p);
   return p;
 }

@@ -30,6 +30,7 @@ struct Record {
   bool present = false;
   std::int64_t pid = 0, rank = kNoRank, local_rank = kNoRank, world_size = kNoRank;
   std::string status, error;
+  std::string window_backend;  // window_info.backend: what the window recorded with
 };
 
 std::int64_t int_or(simdjson::dom::element process, const char* key) {
@@ -47,6 +48,7 @@ Record read_record(const fs::path& path) {
   std::string_view text;
   if (doc["status"].get_string().get(text) == simdjson::SUCCESS) r.status = text;
   if (doc["error"]["message"].get_string().get(text) == simdjson::SUCCESS) r.error = text;
+  if (doc["window_info"]["backend"].get_string().get(text) == simdjson::SUCCESS) r.window_backend = text;
   simdjson::dom::element process;
   if (doc["process"].get(process) == simdjson::SUCCESS) {
     r.pid = int_or(process, "pid");
@@ -82,6 +84,9 @@ std::vector<JobProcess> find_job_processes(const fs::path& dir, std::string_view
     p.world_size = a.present ? a.world_size : b.world_size;
     p.pid = static_cast<std::uint32_t>(a.pid > 0 ? a.pid : pid.value_or(0));
     p.counters_pid = static_cast<std::uint32_t>(std::max<std::int64_t>(b.pid, 0));
+    if (b.present && !b.window_backend.empty())
+      p.counters_window = b.window_backend == OPPROF_WINDOW_BACKEND_NONE ? CountersWindow::kNotOpened
+                                                                         : CountersWindow::kOpened;
     const std::vector<std::string_view> candidates =
         trace_file.empty() ? std::vector<std::string_view>{OPPROF_TRACER_TRACE_FILE, OPPROF_TORCH_TRACE_FILE}
                            : std::vector<std::string_view>{trace_file};

@@ -13,6 +13,10 @@ namespace opprof {
 
 inline constexpr std::int64_t kNoRank = -1;
 
+// Whether a process's pass B opened ncu's range, as its counters record says (window_info.backend): a rank
+// left out by cross-rank dedup (OPPROF_COUNTERS_RANKS) runs with a window that records nothing.
+enum class CountersWindow : std::uint8_t { kUnknown, kOpened, kNotOpened };
+
 struct JobProcess {
   std::string folder;                 // "rank0", "pid4242"; "" for the one process of a single-process profile
   std::int64_t rank = kNoRank;        // from the folder's name, else the capture record
@@ -20,6 +24,7 @@ struct JobProcess {
   std::int64_t world_size = kNoRank;  // as the launcher told the process
   std::uint32_t pid = 0;              // pass A's process (its capture record, else the folder's name)
   std::uint32_t counters_pid = 0;     // pass B's process of the same rank (ncu's "Process ID"), 0 when unknown
+  CountersWindow counters_window = CountersWindow::kUnknown;
   std::string trace;                  // the timeline file, "" when the folder has none
   std::string inductor;               // the Inductor debug directory, "" when none
   // ok; truncated (the log ends inside a record or without its trailer: read up to there); missing (no

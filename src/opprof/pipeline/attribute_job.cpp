@@ -1,6 +1,7 @@
 #include "opprof/pipeline/attribute_job.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -228,9 +229,9 @@ AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProce
 
 // Cross-rank dedup: the ranks pass B did not replay take the representative's counters (plan_rank_dedup),
 // marked in counters_from; they are no longer unmatched.
-void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& parts,
+void propagate_across_ranks(const std::string& dir, AttributeResult& merged, const std::vector<Part>& parts,
                             const std::vector<JobProcess>& processes, const std::vector<std::int64_t>& counters_ranks,
-                            ProgressObserver* observer) {
+                            bool ranks_given, ProgressObserver* observer) {
   const Timeline& tl = merged.timeline();
   std::vector<RankKernels> ranks;
   for (const Part& part : parts) {
@@ -246,6 +247,25 @@ void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& pa
   }
   // A process with rows of its own (one without a rank, which every pass B replays; a rank the list
   // leaves out by mistake) counts as replayed: its counters are never overwritten by another rank's.
+  // The representative's counters are what the others take: a representative without ncu rows of its own
+  // (a --counters-ranks that names a rank pass B did not replay) would give them nothing but NaN.
+  // Named by the user, that is an input error; planned by opprof profile or read from the records, pass B
+  // failed there: said, and the other ranks keep no counters.
+  for (const Part& part : parts) {
+    const JobProcess& p = processes[part.process];
+    if (p.rank != counters_ranks.front() || p.ncu_rows > 0) continue;
+    if (ranks_given)
+      throw InputError(dir, fmt::format("cross-rank dedup: {}, whose counters the other ranks would take, has no ncu "
+                                        "rows in the CSV (pass B did not replay it); name a rank that was replayed "
+                                        "first in --counters-ranks",
+                                        p.label()));
+    if (observer)
+      observer->on_attribute(progress::Warning{fmt::format(
+          "cross-rank dedup: {} opened ncu's range in pass B but has no ncu rows: the ranks left out of pass B keep "
+          "no counters",
+          p.label())});
+    return;
+  }
   std::vector<std::int64_t> replayed = counters_ranks;
   for (const Part& part : parts) {
     const JobProcess& p = processes[part.process];
@@ -266,6 +286,21 @@ void propagate_across_ranks(AttributeResult& merged, const std::vector<Part>& pa
                   [&](std::uint32_t k) { return k < from.size() && from[k] != kNoIndex; });
   }
   merged.dedup = std::move(plan);
+}
+
+// The ranks whose pass B opened ncu's range, lowest first, when the counters records show that some rank's
+// did not (cross-rank dedup, which `opprof profile` runs through OPPROF_COUNTERS_RANKS); else empty.
+std::vector<std::int64_t> recorded_counters_ranks(const std::vector<JobProcess>& processes) {
+  std::vector<std::int64_t> opened;
+  bool some_not_opened = false;
+  for (const JobProcess& p : processes) {
+    if (p.rank == kNoRank) continue;
+    if (p.counters_window == CountersWindow::kOpened) opened.push_back(p.rank);
+    some_not_opened = some_not_opened || p.counters_window == CountersWindow::kNotOpened;
+  }
+  if (!some_not_opened) return {};
+  std::sort(opened.begin(), opened.end());
+  return opened;
 }
 
 }  // namespace
@@ -330,8 +365,16 @@ JobResult attribute_job(const JobRequest& request, ProgressObserver* observer) {
   }
 
   AttributeResult& merged = out.profile = merge_parts(parts, processes, job_ncu);
-  if (job_ncu && !request.counters_ranks.empty())
-    propagate_across_ranks(merged, parts, processes, request.counters_ranks, observer);
+  std::vector<std::int64_t> counters_ranks = request.counters_ranks;
+  if (job_ncu && counters_ranks.empty()) {
+    counters_ranks = recorded_counters_ranks(processes);
+    if (!counters_ranks.empty())
+      job_notes.push_back(fmt::format("cross-rank dedup from the ranks' counters records: pass B opened ncu's range in "
+                                      "rank {} only (--counters-ranks overrides)",
+                                      fmt::join(counters_ranks, ", rank ")));
+  }
+  if (job_ncu && !counters_ranks.empty()) propagate_across_ranks(request.dir, merged, parts, processes, counters_ranks,
+                           !request.counters_ranks.empty() && !request.counters_ranks_planned, observer);
   // Aggregates and coverage once, over the merged timeline with whatever counters it ended with.
   const Timeline& tl = merged.timeline();
   merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);

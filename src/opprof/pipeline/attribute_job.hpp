@@ -21,8 +21,12 @@ struct JobRequest {
   // database; trace and inductor are found per process.
   AttributeRequest request;
   // Cross-rank dedup (docs/dedup.md): the ranks pass B replayed, the representative first; the others take
-  // its counters kernel by kernel. Empty: pass B replayed every process.
+  // its counters kernel by kernel. Empty: as the ranks' counters records say (the ranks whose pass B
+  // opened ncu's range, when some did not), else every process was replayed.
   std::vector<std::int64_t> counters_ranks;
+  // counters_ranks is opprof profile's own plan, not the user's word: a representative left without ncu rows
+  // is pass B's failure (warned, nothing propagated), not an input error.
+  bool counters_ranks_planned = false;
 };
 
 struct JobResult {

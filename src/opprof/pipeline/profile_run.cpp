@@ -93,6 +93,7 @@ class Runner {
       job.request.metrics = r_.metrics;
       if (!ncu_csv_.empty()) job.request.ncu = ncu_csv_;
       job.counters_ranks = counters_ranks_;
+      job.counters_ranks_planned = true;
       meta_["job.launcher"] = plan_.launcher.empty() ? "(the program)" : plan_.launcher;
       job.request.extra_metadata = meta_;
       attribute_job(job, observer_);
