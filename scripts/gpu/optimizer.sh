@@ -54,7 +54,7 @@ if [[ -n "${OPPROF_PREBUILT:-}" ]]; then
 else
   say "build"
   timeout 150 cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
-    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$LOGS/build.log" 2>&1 &&
+    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_PARQUET=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$LOGS/build.log" 2>&1 &&
     timeout 150 cmake --build "$REPO/build-gpu" -j 16 >>"$LOGS/build.log" 2>&1 || { say "build failed"; tail -30 "$LOGS/build.log" >&2; exit 1; }
   OPPROF="$REPO/build-gpu/opprof"
   say "built"
@@ -84,7 +84,8 @@ QUICK="$REPO/python/opprof/optimize/metrics_quick.tsv"
 RUNS=(
   "attention_bf16|105|examples/attention_block.py|--allow-precision bf16 --tolerance 1e-2 --metrics $QUICK"
   "gpt2_bf16|100|examples/gpt2.py|--allow-precision bf16 --tolerance 5e-2 --skip-ncu --only bf16"
-  "lstm_tf32|90|examples/lstm_compiled.py|--allow-precision tf32 --tolerance 1e-2 --skip-ncu"
+  "lstm_tf32|300|examples/lstm_compiled.py|--allow-precision tf32 --tolerance 1e-2 --skip-ncu"
+  "conv_exact|150|examples/conv_block.py|--skip-ncu"
 )
 for spec in "${RUNS[@]}"; do
   IFS='|' read -r name cap workload options <<<"$spec"
