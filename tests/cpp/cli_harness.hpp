@@ -36,10 +36,15 @@ inline Result run(const std::string& args, const std::string& env = "", const st
   return r;
 }
 
-inline std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
-inline std::string example(const std::string& name) {
-  return std::string(OPPROF_FIXTURES_DIR) + "/../../examples/" + name;
+// Appended, not `std::string(DIR) + "/" + rel`: g++ 12 reports a false -Warray-bounds on that operator+
+// chain for some lengths of DIR (so for some checkout paths).
+inline std::string fixture(const std::string& rel) {
+  std::string path = OPPROF_FIXTURES_DIR;
+  path += '/';
+  path += rel;
+  return path;
 }
+inline std::string example(const std::string& name) { return fixture("../../examples/" + name); }
 
 inline int count_lines(const std::string& s) {
   int n = 0;

@@ -21,13 +21,14 @@
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
+#include "cli_harness.hpp"
 
 namespace opprof {
 namespace {
 
 using testing::TempDir;
 
-std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
+using opprof::test::fixture;
 
 // GPT-2 small's twelve blocks, as python/opprof/structure.py writes them for examples/gpt2.py (its
 // classes; the per-module part of the file is for people and the engine does not read it).

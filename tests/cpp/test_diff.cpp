@@ -18,13 +18,14 @@
 #include "opprof/report/units.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
+#include "cli_harness.hpp"
 
 using namespace opprof;
 using namespace opprof::testing;
 
 namespace {
 
-std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
+using opprof::test::fixture;
 
 // One integer from SQL over a database, with another attached as "o" when given.
 std::int64_t sql_int(const std::string& db, const std::string& sql, const std::string& other = "") {

@@ -10,6 +10,7 @@
 
 #include "golden_checks.hpp"
 #include "opprof/pipeline/attribute.hpp"
+#include "cli_harness.hpp"
 
 using namespace opprof;
 
@@ -19,7 +20,7 @@ namespace {
 using Profiled = AttributeResult;
 
 Profiled run(const std::string& name, bool compiled) {
-  const std::string dir = std::string(OPPROF_FIXTURES_DIR) + "/" + name;
+  const std::string dir = opprof::test::fixture(name);
   AttributeRequest request;
   request.trace = dir + "/trace.json.gz";
   request.ncu = dir + "/ncu.csv.gz";

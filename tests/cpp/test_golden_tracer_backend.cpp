@@ -18,12 +18,13 @@
 #include "opprof/timeline/timeline.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
+#include "cli_harness.hpp"
 
 using namespace opprof;
 
 namespace {
 
-std::string fixture(const std::string& path) { return std::string(OPPROF_FIXTURES_DIR) + "/" + path; }
+using opprof::test::fixture;
 std::string dir(const std::string& capture) { return fixture("gpt2_tracer/" + capture); }
 
 // A capture through the pipeline as `opprof attribute` runs it, without writing the database.

@@ -15,12 +15,13 @@
 #include "opprof/store/sqlite.hpp"
 #include "opprof/util/error.hpp"
 #include "profile_fixture.hpp"
+#include "cli_harness.hpp"
 
 using namespace opprof;
 
 namespace {
 
-std::string fixture(const std::string& path) { return std::string(OPPROF_FIXTURES_DIR) + "/" + path; }
+using opprof::test::fixture;
 
 AttributeRequest gpt2_compiled() {
   AttributeRequest r;

@@ -12,13 +12,14 @@
 #include "opprof/store/profile_reader.hpp"
 #include "opprof/util/text.hpp"
 #include "profile_fixture.hpp"
+#include "cli_harness.hpp"
 
 using namespace opprof;
 using namespace opprof::testing;
 
 namespace {
 
-std::string fixture(const std::string& rel) { return std::string(OPPROF_FIXTURES_DIR) + "/" + rel; }
+using opprof::test::fixture;
 
 // Every line of text: (line number, display width) of those wider than width.
 std::vector<std::pair<std::size_t, std::size_t>> lines_wider_than(const std::string& text, std::size_t width) {
