@@ -67,7 +67,7 @@ ncu_pass() {  # ncu_pass OUTDIR METRICS [--set full] -- command...
 build_opprof() {
   say "build"
   cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
-    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$DEST/build.log" 2>&1 &&
+    -DOPPROF_BUILD_TESTS=OFF -DOPPROF_PARQUET=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$DEST/build.log" 2>&1 &&
     cmake --build "$REPO/build-gpu" -j 16 >>"$DEST/build.log" 2>&1 || { say "build failed"; tail -30 "$DEST/build.log"; exit 1; }
 }
 

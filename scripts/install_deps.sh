@@ -40,6 +40,12 @@ if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
     echo "install_deps: pip install playwright==1.65.2 jsonschema==4.26.0" >&2
     .venv/bin/pip install -q --disable-pip-version-check "playwright==1.65.2" "jsonschema==4.26.0"
   fi
+  # pyarrow: its Arrow C++ library (headers and libarrow/libparquet) is what `opprof export --parquet` is built
+  # with (cmake/FindArrowParquet.cmake); duckdb: the test that reads the export back.
+  if ! .venv/bin/python -c "import pyarrow, duckdb" 2>/dev/null; then
+    echo "install_deps: pip install pyarrow==25.0.1 duckdb==1.5.6" >&2
+    .venv/bin/pip install -q --disable-pip-version-check "pyarrow==25.0.1" "duckdb==1.5.6"
+  fi
   # pandas: opprof.load's optional extra (pip install 'opprof[pandas]'), which the Python tests exercise.
   if ! .venv/bin/python -c "import pandas" 2>/dev/null; then
     echo "install_deps: pip install pandas" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end check of the opprof tracer on a GPU machine. Run from the repository root after building:
-#   cmake -S . -B build-gpu -G Ninja -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DOPPROF_BUILD_TESTS=OFF -DOPPROF_BUILD_BENCH=OFF
+#   cmake -S . -B build-gpu -G Ninja -DCMAKE_PREFIX_PATH=$PWD/.deps/usr -DOPPROF_BUILD_TESTS=OFF -DOPPROF_PARQUET=OFF -DOPPROF_BUILD_BENCH=OFF
 #   cmake --build build-gpu -j16
 #   scripts/tracer_selfcheck.sh      (OPPROF_BUILD_DIR=<dir> for another build, OUT=<dir> for the outputs,
 #                                     GPT2_OVERHEAD=0 skips scripts/overhead_gpt2.sh)

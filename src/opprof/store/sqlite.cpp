@@ -115,10 +115,12 @@ double Statement::column_double(int c) const {
   return sqlite3_column_double(stmt_, c);
 }
 
-std::string Statement::column_text(int c) const {
+std::string Statement::column_text(int c) const { return std::string(column_view(c)); }
+
+std::string_view Statement::column_view(int c) const {
   const unsigned char* p = sqlite3_column_text(stmt_, c);
   if (!p) return {};
-  return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, c)));
+  return {reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, c))};
 }
 
 }  // namespace opprof::sqlite

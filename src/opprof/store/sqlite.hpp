@@ -67,6 +67,7 @@ class Statement {
   std::int64_t column_int(int c) const;
   double column_double(int c) const;  // NULL reads as NaN
   std::string column_text(int c) const;  // NULL reads as ""
+  std::string_view column_view(int c) const;  // as column_text, valid until the next step() or reset()
 
  private:
   [[noreturn]] void fail(int rc) const;
