@@ -7,16 +7,22 @@
 
 namespace opprof {
 
-namespace {
-
-// An asset compiled into opprof (cmake/EmbedFiles.cmake); a build without it is broken, not the input.
-std::string_view asset(std::string_view name) {
+// A build without an asset is broken, not the input.
+std::string_view report_asset(std::string_view name) {
   std::string_view bytes = embedded_file(name);
   if (bytes.empty()) throw OutputError(fmt::format("this opprof was built without its report asset {}", name));
   return bytes;
 }
 
-}  // namespace
+std::string chart_js_script_element() {
+  // Chart.js travels with its licence, as the MIT licence asks of every copy.
+  std::string out = "<!--\nChart.js 3.9.1, embedded below:\n";
+  out += report_asset("LICENSE.md");
+  out += "-->\n<script>\n";
+  out += report_asset("chart.min.js");
+  out += "\n</script>\n";
+  return out;
+}
 
 std::string json_for_script_element(std::string_view json) {
   std::string out;
@@ -56,18 +62,14 @@ std::string render_html_report(const ProfileReader& profile) {
   page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   page += fmt::format("<title>opprof report: {}</title>\n", html_escape(profile.path()));
   page += "<style>\n";
-  page += asset("html_report.css");
+  page += report_asset("html_report.css");
   page += "</style>\n</head>\n<body>\n<div id=\"app\"><noscript>This report draws itself with JavaScript.</noscript></div>\n";
   page += "<script type=\"application/json\" id=\"opprof-data\">";
   page += data;
   page += "</script>\n";
-  // Chart.js travels with its licence, as the MIT licence asks of every copy.
-  page += "<!--\nChart.js 3.9.1, embedded below:\n";
-  page += asset("LICENSE.md");
-  page += "-->\n<script>\n";
-  page += asset("chart.min.js");
-  page += "\n</script>\n<script>\n";
-  page += asset("html_report.js");
+  page += chart_js_script_element();
+  page += "<script>\n";
+  page += report_asset("html_report.js");
   page += "\n</script>\n</body>\n</html>\n";
   return page;
 }

@@ -37,6 +37,12 @@ std::string json_for_script_element(std::string_view json);
 // Text safe inside HTML element content and attribute values (&, <, >, ", ').
 std::string html_escape(std::string_view text);
 
+// A report asset compiled into opprof (html_report.css, chart.min.js; cmake/EmbedFiles.cmake). Throws
+// OutputError when this build lacks it.
+std::string_view report_asset(std::string_view name);
+// The vendored Chart.js as a script element, preceded by its licence in a comment, for a page to draw with.
+std::string chart_js_script_element();
+
 // The whole page.
 std::string render_html_report(const ProfileReader& profile);
 
