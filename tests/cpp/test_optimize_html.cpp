@@ -1,5 +1,5 @@
 // The HTML page of `opprof optimize`, from two real optimize_report.json files of an H200
-// (tests/fixtures/optimize/README.md): every trial with its verdict, the figures formatted as the text
+// (tests/fixtures/optimizer/README.md): every trial with its verdict, the figures formatted as the text
 // report prints them, the chart's blob read back with simdjson, escaping of what the report holds, errors
 // that name the file and the field, atomic writes; and the CLI: rendering after the driver, and
 // --html-from. tests/python/test_optimize_html.py loads the page in Chromium.
@@ -25,8 +25,8 @@ using opprof::test::fixture;
 
 namespace {
 
-const std::string kConv = fixture("optimize/conv_exact/optimize_report.json");
-const std::string kLstm = fixture("optimize/lstm_tf32/optimize_report.json");
+const std::string kConv = fixture("optimizer/conv_exact/optimize_report.json");
+const std::string kLstm = fixture("optimizer/lstm_tf32/optimize_report.json");
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -324,7 +324,7 @@ class OptimizeHtmlCli : public opprof::test::ScratchDir {
 };
 
 TEST_F(OptimizeHtmlCli, WritesThePageBesideTheReportAfterTheDriverSucceeds) {
-  const std::string fixture_dir = fixture("optimize/conv_exact");
+  const std::string fixture_dir = fixture("optimizer/conv_exact");
   fake_python("cp " + fixture_dir + "/optimize_report.json " + fixture_dir + "/opprof_optimized.py .\n");
   const opprof::test::Result r = optimize();
   ASSERT_EQ(r.status, 0) << r.output;

@@ -1,5 +1,5 @@
 """`opprof optimize --html-from` rendered in headless Chromium (driven by Playwright), from the two H200 runs in
-tests/fixtures/optimize: both charts are drawn with a bar per measured state, the console shows no error, nothing
+tests/fixtures/optimizer: both charts are drawn with a bar per measured state, the console shows no error, nothing
 is fetched, and the trials table lists every trial of the JSON with its verdict.
 
 Skips only when chromium or Playwright is absent and OPPROF_REQUIRE_CHROMIUM is unset or 0, as test_html_report.py."""
@@ -13,7 +13,7 @@ import pytest
 from report_fixtures import ENGINE, REPO, run_engine
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FIXTURES = REPO / "tests" / "fixtures" / "optimize"
+FIXTURES = REPO / "tests" / "fixtures" / "optimizer"
 RUNS = ("conv_exact", "lstm_tf32")
 
 
