@@ -2,37 +2,19 @@
 is drawn, the console shows no error, and the figures the page shows equal the database's, read here with
 sqlite3. The profile is the committed microkernels fixture (an H200 capture with FLOP counters).
 
-Skips only when chromium or Playwright is absent and OPPROF_REQUIRE_CHROMIUM is unset or 0; `make test-python` sets it to 1.
+Skips only as tests/python/browser.py says.
 OPPROF_REPORT_SCREENSHOT=PATH also saves a screenshot of the page there (docs/html_report.png)."""
 
 import os
 import re
-import shutil
 import sqlite3
 
 import pytest
 
-from report_fixtures import ENGINE, MICROKERNELS, attribute_fixture, run_engine
+from browser import launch, needs_browser
+from report_fixtures import MICROKERNELS, attribute_fixture, run_engine
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _missing():
-    if not ENGINE.is_file():
-        return "build/opprof not built (make build)"
-    if not CHROMIUM:
-        return "chromium is not installed (scripts/install_deps.sh installs it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (scripts/install_deps.sh installs it)"
-    return None
-
-
-MISSING = _missing()
-if MISSING and os.environ.get("OPPROF_REQUIRE_CHROMIUM", "") not in ("", "0"):
-    raise RuntimeError(f"OPPROF_REQUIRE_CHROMIUM is set but {MISSING}")
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = needs_browser
 
 EXPECTED_CHARTS = {"chart-paths", "chart-phases", "chart-operators", "chart-modules", "chart-families",
                    "chart-roofline-operators", "chart-roofline-kernels"}
@@ -68,8 +50,7 @@ def page(report):
 
     _, html = report
     with sync_playwright() as p:
-        # --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = launch(p)
         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors = []
         pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

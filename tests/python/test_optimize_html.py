@@ -2,37 +2,19 @@
 tests/fixtures/optimizer: both charts are drawn with a bar per measured state, the console shows no error, nothing
 is fetched, and the trials table lists every trial of the JSON with its verdict.
 
-Skips only when chromium or Playwright is absent and OPPROF_REQUIRE_CHROMIUM is unset or 0, as test_html_report.py."""
+Skips only as tests/python/browser.py says."""
 
 import json
-import os
-import shutil
 
 import pytest
 
-from report_fixtures import ENGINE, REPO, run_engine
+from browser import launch, needs_browser
+from report_fixtures import REPO, run_engine
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FIXTURES = REPO / "tests" / "fixtures" / "optimizer"
 RUNS = ("conv_exact", "lstm_tf32")
 
-
-def _missing():
-    if not ENGINE.is_file():
-        return "build/opprof not built (make build)"
-    if not CHROMIUM:
-        return "chromium is not installed (scripts/install_deps.sh installs it)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (scripts/install_deps.sh installs it)"
-    return None
-
-
-MISSING = _missing()
-if MISSING and os.environ.get("OPPROF_REQUIRE_CHROMIUM", "") not in ("", "0"):
-    raise RuntimeError(f"OPPROF_REQUIRE_CHROMIUM is set but {MISSING}")
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = needs_browser
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +22,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        # --no-sandbox: CI runs as root, where Chromium refuses its sandbox.
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        b = launch(p)
         yield b
         b.close()
 
