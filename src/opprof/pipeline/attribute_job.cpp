@@ -245,8 +245,6 @@ void propagate_across_ranks(const std::string& dir, AttributeResult& merged, con
     for (std::uint32_t k : order) r.kernels.push_back(part.kernel_offset + k);
     ranks.push_back(std::move(r));
   }
-  // A process with rows of its own (one without a rank, which every pass B replays; a rank the list
-  // leaves out by mistake) counts as replayed: its counters are never overwritten by another rank's.
   // The representative's counters are what the others take: a representative without ncu rows of its own
   // (a --counters-ranks that names a rank pass B did not replay) would give them nothing but NaN.
   // Named by the user, that is an input error; planned by opprof profile or read from the records, pass B
@@ -266,6 +264,8 @@ void propagate_across_ranks(const std::string& dir, AttributeResult& merged, con
           p.label())});
     return;
   }
+  // A process with rows of its own (one without a rank, which every pass B replays; a rank the list
+  // leaves out by mistake) counts as replayed: its counters are never overwritten by another rank's.
   std::vector<std::int64_t> replayed = counters_ranks;
   for (const Part& part : parts) {
     const JobProcess& p = processes[part.process];
@@ -373,8 +373,10 @@ JobResult attribute_job(const JobRequest& request, ProgressObserver* observer) {
                                       "rank {} only (--counters-ranks overrides)",
                                       fmt::join(counters_ranks, ", rank ")));
   }
-  if (job_ncu && !counters_ranks.empty()) propagate_across_ranks(request.dir, merged, parts, processes, counters_ranks,
-                           !request.counters_ranks.empty() && !request.counters_ranks_planned, observer);
+  if (job_ncu && !counters_ranks.empty()) {
+    const bool ranks_given = !request.counters_ranks.empty() && !request.counters_ranks_planned;
+    propagate_across_ranks(request.dir, merged, parts, processes, counters_ranks, ranks_given, observer);
+  }
   // Aggregates and coverage once, over the merged timeline with whatever counters it ended with.
   const Timeline& tl = merged.timeline();
   merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);
