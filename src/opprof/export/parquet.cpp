@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -355,20 +354,6 @@ void write_manifest(const ProfileReader& profile, const fs::path& root, const Pa
 
 bool is_earlier_export(const fs::path& dir) { return fs::is_regular_file(dir / kParquetManifestFile); }
 
-// "<dir>.tmp-<pid>" directories of processes that no longer run: an export killed outright.
-void remove_stale_export_temporaries(const fs::path& dir) {
-  const std::string prefix = dir.filename().string() + ".tmp-";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir.parent_path().empty() ? "." : dir.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || !entry.is_directory()) continue;
-    const std::string pid_text = name.substr(prefix.size());
-    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
-    const long pid = std::stol(pid_text);
-    if (pid == static_cast<long>(::getpid()) || ::kill(static_cast<pid_t>(pid), 0) != 0) fs::remove_all(entry.path(), ec);
-  }
-}
-
 }  // namespace
 
 bool parquet_export_available() { return true; }
@@ -385,12 +370,13 @@ ParquetExportStats export_parquet(const ProfileReader& profile, const std::strin
                                       kParquetManifestFile));
   if (!fs::is_directory(target.parent_path()))
     throw InputError(dir, fmt::format("the parent directory {} does not exist", target.parent_path().string()));
-  remove_stale_export_temporaries(target);
-  const fs::path temporary = target.string() + fmt::format(".tmp-{}", ::getpid());
+  remove_stale_temporaries(target.string(), TemporaryKind::kDirectory);
+  const fs::path temporary = temporary_name(target.string());
 
   ParquetExportStats stats;
   const DeferInterrupts defer;  // an interrupt is noticed between batches and removes the temporary below
   try {
+    fs::remove_all(temporary);  // a leftover of an earlier process with this pid
     fs::create_directory(temporary);
     sqlite::Database& db = profile.database();
     const bool job = !profile.processes().empty();

@@ -52,7 +52,7 @@ std::string temporary_name(const std::string& destination) {
   return fmt::format("{}.tmp-{}", destination, ::getpid());
 }
 
-std::size_t remove_stale_temporaries(const std::string& destination) {
+std::size_t remove_stale_temporaries(const std::string& destination, TemporaryKind kind) {
   const fs::path dest(destination);
   const std::string prefix = dest.filename().string() + ".tmp-";
   std::size_t removed = 0;
@@ -65,7 +65,9 @@ std::size_t remove_stale_temporaries(const std::string& destination) {
     const long pid = std::stol(std::string(digits));
     if (pid == ::getpid() || process_exists(pid)) continue;
     std::error_code rm;
-    if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) ++removed;
+    if (kind == TemporaryKind::kFile ? it->is_regular_file(rm) && fs::remove(it->path(), rm)
+                                     : it->is_directory(rm) && fs::remove_all(it->path(), rm) > 0)
+      ++removed;
   }
   return removed;
 }

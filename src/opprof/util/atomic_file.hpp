@@ -5,6 +5,7 @@
 // temporary; a process killed outright (SIGKILL, a crash) leaves it, and the next write of the same
 // destination removes it (remove_stale_temporaries).
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -55,9 +56,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 // "<destination>.tmp-<pid>" of this process.
 std::string temporary_name(const std::string& destination);
 
-// Removes "<destination>.tmp-<pid>" files whose process no longer exists: only names of exactly that
-// form beside this destination, only of dead pids (a live writer's temporary is left alone). Returns how
-// many it removed.
-std::size_t remove_stale_temporaries(const std::string& destination);
+// What a destination's temporaries are: files (AtomicFile), or directories written whole and renamed into
+// place (the Parquet export's).
+enum class TemporaryKind : std::uint8_t { kFile, kDirectory };
+
+// Removes "<destination>.tmp-<pid>" files (or directories, with everything in them) whose process no longer
+// exists: only names of exactly that form beside this destination, only of dead pids (a live writer's
+// temporary is left alone). Returns how many it removed.
+std::size_t remove_stale_temporaries(const std::string& destination, TemporaryKind kind = TemporaryKind::kFile);
 
 }  // namespace opprof
