@@ -118,13 +118,20 @@ def per_process() -> bool:
     return os.environ.get(contract.ENV_TRACE_PER_PROCESS, "0") not in ("", "0")
 
 
+def launcher_rank() -> str | None:
+    """This process's rank as its launcher set it (RANK, else LOCAL_RANK), as written there; None without one
+    that is a number."""
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
+    return rank if rank and rank.isdigit() else None
+
+
 def counters_window_wanted() -> bool:
     """Pass B of a job with cross-rank dedup (OPPROF_COUNTERS_RANKS, "0,1"): whether this process's window
     opens ncu's range. Ranks not listed run without one and take the representative's counters; a process
     without a rank, or a list that cannot be read, is replayed."""
     wanted = os.environ.get(contract.ENV_COUNTERS_RANKS, "")
-    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
-    if not per_process() or not wanted or not (rank and rank.isdigit()):
+    rank = launcher_rank()
+    if not per_process() or not wanted or rank is None:
         return True
     ranks = [r.strip() for r in wanted.split(",")]
     if not all(r.isdigit() for r in ranks):
@@ -135,8 +142,8 @@ def counters_window_wanted() -> bool:
 def process_dir_name() -> str:
     """This process's capture folder in a job, named as the tracer names it: rank<R> from RANK (else
     LOCAL_RANK), pid<P> without one."""
-    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK")
-    if rank and rank.isdigit():
+    rank = launcher_rank()
+    if rank is not None:
         return f"{contract.RANK_DIR_PREFIX}{rank}"
     return f"{contract.PROCESS_DIR_PREFIX}{os.getpid()}"
 
@@ -612,16 +619,14 @@ class Capture:
         self.hooks = ModuleRangeHooks(root, emitter).install()
 
     def window_backend(self) -> Any:
-        from opprof.window import CudaProfilerBackend, TorchProfilerBackend, TracerBackend
-
-        from opprof.window import Backend
+        from opprof.window import Backend, CudaProfilerBackend, TorchProfilerBackend, TracerBackend
 
         if self.tracer:
             return TracerBackend()
         if self.args.pass_ == "timeline":
             return TorchProfilerBackend(str(self.trace_path), with_cuda=self.torch.cuda.is_available())
         if not counters_window_wanted():
-            log(f"cross-rank dedup: rank {os.environ.get('RANK') or os.environ.get('LOCAL_RANK')} runs without ncu's "
+            log(f"cross-rank dedup: rank {launcher_rank()} runs without ncu's "
                 f"window ({contract.ENV_COUNTERS_RANKS}={os.environ.get(contract.ENV_COUNTERS_RANKS)}); it takes the "
                 "representative rank's counters")
             return Backend()
