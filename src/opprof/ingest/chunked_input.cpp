@@ -135,6 +135,9 @@ class FileSource {
 // Room kept free in front of each chunk for the unfinished item carried over from the previous one.
 // Trace events are well under this; a larger item goes through ChunkedInput's overflow buffer.
 constexpr std::size_t kHeadroom = std::size_t{256} << 10;
+// The smallest block a file that fits one chunk is read in: should it grow after its size was taken,
+// the rest is read in blocks of this size, not byte by byte.
+constexpr std::size_t kSmallestBlock = std::size_t{64} << 10;
 
 }  // namespace
 
@@ -256,8 +259,14 @@ ChunkedInput::ChunkedInput(std::string path, std::size_t chunk_bytes, bool read_
   gzipped_ = source->gzipped();
   file_bytes_ = source->file_bytes();
   gzip_isize_ = source->gzip_isize();
-  const bool threaded = read_ahead && source->regular();
-  reader_ = std::make_unique<BlockReader>(std::move(source), std::max<std::size_t>(chunk_bytes, 1), threaded);
+  chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
+  // A plain file that fits one chunk is read in one block of its size (one more byte shows its end) and
+  // without the helper thread: small inputs (a fuzzer's, a test's) cost no thread and no unused buffers.
+  // A file that grows meanwhile is still read whole, in further blocks.
+  const bool fits_one_chunk = !gzipped_ && source->regular() && file_bytes_ < chunk_bytes;
+  if (fits_one_chunk) chunk_bytes = std::max(static_cast<std::size_t>(file_bytes_) + 1, std::min(chunk_bytes, kSmallestBlock));
+  const bool threaded = read_ahead && source->regular() && !fits_one_chunk;
+  reader_ = std::make_unique<BlockReader>(std::move(source), chunk_bytes, threaded);
   data_ = empty_window;
 }
 

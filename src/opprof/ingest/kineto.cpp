@@ -273,7 +273,7 @@ struct EventBatch {
   void fill(const char* data, std::size_t n, const InputPosition& where) {
     if (n > capacity) {
       capacity = std::max(n, capacity + capacity / 2);
-      bytes = std::make_unique<char[]>(capacity + ChunkedInput::kPadding);
+      bytes.reset(new char[capacity + ChunkedInput::kPadding]);  // not zeroed: fill() writes it all
     }
     std::memcpy(bytes.get(), data, n);
     std::memset(bytes.get() + n, ' ', ChunkedInput::kPadding);  // simdjson reads past a document's end
@@ -681,9 +681,8 @@ bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
 // Threads that parse batches. The reader takes the results in the order it submitted the batches.
 class ParseWorkers {
  public:
-  ParseWorkers(const std::string& path, unsigned threads) {
-    for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this, &path] { run(path); });
-  }
+  // The threads start with the first batch submitted: a file read in one batch starts none.
+  ParseWorkers(const std::string& path, unsigned threads) : path_(path), threads_wanted_(threads) {}
   ~ParseWorkers() {
     {
       std::lock_guard lock(mutex_);
@@ -696,6 +695,8 @@ class ParseWorkers {
   ParseWorkers& operator=(const ParseWorkers&) = delete;
 
   void submit(std::shared_ptr<EventBatch> batch) {
+    if (threads_.empty())
+      for (unsigned i = 0; i < threads_wanted_; ++i) threads_.emplace_back([this] { run(path_); });
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(std::move(batch));
@@ -740,6 +741,8 @@ class ParseWorkers {
   std::condition_variable work_, done_;
   std::deque<std::shared_ptr<EventBatch>> queue_;
   bool stop_ = false;
+  const std::string& path_;
+  unsigned threads_wanted_;
   std::vector<std::thread> threads_;
 };
 
@@ -823,6 +826,7 @@ class KinetoReader {
   std::deque<std::shared_ptr<EventBatch>> in_flight_;
   std::vector<std::shared_ptr<EventBatch>> spare_;
   ParseWorkers workers_;  // after in_ (whose path it reads) and the batches: joined first
+  std::optional<EventParser> final_parser_;  // for a last batch parsed on this thread (flush_batch)
 
   Timeline tl_;
   od::parser parser_;  // top-level values
@@ -1270,6 +1274,19 @@ void KinetoReader::flush_batch() {
   const auto& [last_start, last_length] = spans_.back();
   batch->fill(in_.data() + batch_first_, last_start + last_length, in_.position_of(batch_first_));
   batch->spans.swap(spans_);
+  if (in_.eof() && in_flight_.empty()) {
+    // The last batch, and none before it still being parsed: parsed here, as a worker would, for no
+    // worker could overlap it with anything.
+    if (!final_parser_) final_parser_.emplace(in_.path());
+    try {
+      final_parser_->parse(*batch);
+    } catch (...) {
+      batch->error = std::current_exception();
+    }
+    batch->parsed = true;
+    in_flight_.push_back(std::move(batch));
+    return;
+  }
   in_flight_.push_back(batch);
   workers_.submit(std::move(batch));
   // Two batches per worker keep every core busy while this thread cuts and merges; more would only

@@ -1,9 +1,13 @@
 #include "opprof/timeline/string_table.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace opprof {
 namespace {
+// Chunks start small and double up to kChunkBytes, so that a small timeline (a test's, a fuzzer's
+// input) does not pay for a megabyte it never uses. They are not zeroed: only written bytes are read.
+constexpr std::size_t kFirstChunkBytes = 4 << 10;
 constexpr std::size_t kChunkBytes = 1 << 20;
 }
 
@@ -17,16 +21,19 @@ StringTable::~StringTable() = default;
 
 std::string_view StringTable::store(std::string_view text) {
   if (text.size() > kChunkBytes / 4) {  // large strings get a chunk of their own
-    auto chunk = std::make_unique<char[]>(text.size());
+    std::unique_ptr<char[]> chunk(new char[text.size()]);
     std::memcpy(chunk.get(), text.data(), text.size());
     std::string_view stored(chunk.get(), text.size());
     chunks_.insert(chunks_.begin(), std::move(chunk));  // keep the current small-string chunk last
     return stored;
   }
   if (chunks_.empty() || chunk_used_ + text.size() > chunk_size_) {
-    chunks_.push_back(std::make_unique<char[]>(kChunkBytes));
+    // At least text.size(): a string of up to kChunkBytes / 4 always fits a new chunk.
+    const std::size_t size =
+        std::max(text.size(), chunk_size_ == 0 ? kFirstChunkBytes : std::min(2 * chunk_size_, kChunkBytes));
+    chunks_.emplace_back(new char[size]);
     chunk_used_ = 0;
-    chunk_size_ = kChunkBytes;
+    chunk_size_ = size;
   }
   char* dst = chunks_.back().get() + chunk_used_;
   std::memcpy(dst, text.data(), text.size());
