@@ -332,7 +332,14 @@ CREATE TABLE collectives (
   range_id    INTEGER,
   start_ns    INTEGER NOT NULL,
   end_ns      INTEGER NOT NULL,
-  duration_ns INTEGER NOT NULL
+  duration_ns INTEGER NOT NULL,
+  -- What the trace says of it (docs/schema.md); NULL where it says nothing.
+  elements    INTEGER,           -- elements of its input tensors
+  bytes       INTEGER,           -- their bytes (the message size)
+  dtype       TEXT,              -- their dtype, as the trace names it
+  process_group      TEXT,       -- the process group's name ("0"); the process's only group when the trace names none
+  process_group_desc TEXT,       -- its description ("default_pg")
+  group_size  INTEGER            -- its ranks
 );
 
 -- Every activity with its name and attribution: the table most analyses start from.

@@ -13,7 +13,7 @@
 /* The profile database: PRAGMA application_id ("oppf") and the schema version (PRAGMA user_version,
  * meta.schema_version; docs/schema.md), written by src/opprof/store and checked by opprof.load. */
 #define OPPROF_PROFILE_APPLICATION_ID 1869639782 /* 0x6f707066 */
-#define OPPROF_PROFILE_SCHEMA_VERSION 3
+#define OPPROF_PROFILE_SCHEMA_VERSION 4
 
 /* Range texts. A module range's text is this prefix and the module's dotted path (h.3.attn), written by
  * opprof.hooks and opprof.call_ranges, matched by every timeline reader. */
@@ -25,6 +25,14 @@
  * operator. */
 #define OPPROF_NVTX_DOMAIN_TORCH "opprof.torch"
 #define OPPROF_NVTX_CATEGORY_USER_SCOPE 8 /* at::RecordScope::USER_SCOPE (7) + 1 */
+
+/* NVTX marks that carry what the trace needs about collective communication, JSON after the prefix.
+ * The torch observer writes a communication mark in OPPROF_NVTX_DOMAIN_TORCH inside each gloo:* / nccl:* range
+ * (the input tensors: {"elements": N, "bytes": B, "dtype": "Float"}) and record_param_comms range (also
+ * "process_group", "process_group_desc", "group_size", "collective"); the capture writes one process-group
+ * mark per process group at the window's start ({"name", "desc", "backend", "size", "ranks"}). */
+#define OPPROF_COMM_ARGS_MARK "opprof.comm "
+#define OPPROF_PROCESS_GROUP_MARK "opprof.process_group "
 
 /* Capture window kinds, capture.json's "window": what part of the run the capture recorded. */
 #define OPPROF_WINDOW_KIND_WORKLOAD "workload"         /* the measured iterations of a workload module */

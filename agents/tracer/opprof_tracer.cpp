@@ -599,11 +599,14 @@ void end_range(nvtxRangeId_t id) {
   append(t, RecordType::kNvtxEnd, r);
 }
 
+// A mark in the deferred domain (the observer's communication marks, OPPROF_COMM_ARGS_MARK) describes the
+// range around it: the deferred ranges open on the thread are written first, as a launch would.
 template <typename TextFn>
-void mark(std::uint32_t dom, TextFn text) {
+void mark(std::uint32_t dom, TextFn text, bool deferred_domain = false) {
   if (!nvtx_recording()) return;
   ThreadLog& t = this_thread_log();
   Appending a(t);
+  if (deferred_domain) materialize(t, true);
   NvtxMarkRecord r{cupti_now(), t.tid, text(t), dom};
   append(t, RecordType::kNvtxMark, r);
 }
@@ -655,7 +658,8 @@ void NVTX_API NameOsThreadW(uint32_t tid, const wchar_t* n) { name_thread(tid, w
 
 // Core2 module (domains)
 void NVTX_API DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
-  mark(domain_sid(d), [a](ThreadLog& t) { return message_sid(t, a); });
+  mark(domain_sid(d), [a](ThreadLog& t) { return message_sid(t, a); },
+       d != nullptr && reinterpret_cast<const Domain*>(d)->deferred);
 }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
   return start_range(domain_sid(d), category_of(a), [a](ThreadLog& t) { return message_sid(t, a); });

@@ -9,7 +9,7 @@ Pure constants: importing it imports nothing else (the capture driver imports it
 
 # The profile database's PRAGMA application_id ("oppf") and schema version.
 PROFILE_APPLICATION_ID = 1869639782
-PROFILE_SCHEMA_VERSION = 3
+PROFILE_SCHEMA_VERSION = 4
 
 # Range texts: a module range is this prefix and the module's dotted path.
 MODULE_RANGE_PREFIX = "nn.Module: "
@@ -17,6 +17,11 @@ MODULE_RANGE_PREFIX = "nn.Module: "
 # NVTX domain of the torch observer's operator ranges; the category is the RecordFunction scope + 1.
 NVTX_DOMAIN_TORCH = "opprof.torch"
 NVTX_CATEGORY_USER_SCOPE = 8
+
+# NVTX marks about collective communication (JSON after the prefix): the observer's inside gloo:* / nccl:* /
+# record_param_comms ranges, the capture's for each process group at the window's start.
+COMM_ARGS_MARK = "opprof.comm "
+PROCESS_GROUP_MARK = "opprof.process_group "
 
 # Capture window kinds (capture.json's "window").
 WINDOW_KIND_WORKLOAD = "workload"

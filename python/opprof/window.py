@@ -21,6 +21,7 @@ therefore the same for both passes and only the backend differs.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any, Callable
@@ -129,6 +130,27 @@ class CudaProfilerBackend(Backend):
         self._check_error(self._cudart().cudaProfilerStop())
 
 
+def process_group_marks() -> list[str]:
+    """This process's torch.distributed process groups as process-group marks (contract.PROCESS_GROUP_MARK
+    and the group's entry of torch.profiler's distributedInfo.pg_config as JSON); [] outside a job."""
+    try:
+        import torch.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized():
+            return []
+        configs = dist.distributed_c10d._get_all_pg_configs()
+    except Exception as e:  # a torch without it: the collectives keep no process group
+        _log(f"process groups not recorded: {type(e).__name__}: {e}")
+        return []
+    return [contract.PROCESS_GROUP_MARK + json.dumps(c, sort_keys=True, default=str) for c in configs]
+
+
+def _nvtx_mark(text: str) -> None:
+    import torch
+
+    torch.cuda.nvtx.mark(text)
+
+
 class TracerBackend(CudaProfilerBackend):
     """The window of the opprof tracer (libopprof_tracer.so injected through CUDA_INJECTION64_PATH and
     NVTX_INJECTION64_PATH): cudaProfilerStart/Stop, which the tracer records as the window's edges, and
@@ -136,14 +158,19 @@ class TracerBackend(CudaProfilerBackend):
     exactly the window's duration, so that they cover the measured iterations only. No torch.profiler: it
     cannot share the process with the tracer's CUPTI subscriber.
 
-    emit_factory is injectable for tests; it returns a context manager (OperatorRanges() by default).
+    At the window's start it also marks the process groups (process_group_marks), which the tracer records
+    for the collectives of the window.
+
+    emit_factory is injectable for tests; it returns a context manager (OperatorRanges() by default), and
+    so is mark (torch.cuda.nvtx.mark).
     """
 
     name = "opprof tracer (cudaProfilerStart/Stop + operator ranges)"
 
     def __init__(self, cudart: Callable[[], Any] | None = None, check_error: Callable[[Any], None] | None = None,
-                 emit_factory: Callable[[], Any] | None = None):
+                 emit_factory: Callable[[], Any] | None = None, mark: Callable[[str], None] = _nvtx_mark):
         super().__init__(cudart, check_error)
+        self._mark = mark
         if emit_factory is None:
             from opprof.op_ranges import OperatorRanges
 
@@ -154,6 +181,8 @@ class TracerBackend(CudaProfilerBackend):
 
     def start(self) -> None:
         super().start()
+        for text in process_group_marks():
+            self._mark(text)
         emit = self._emit_factory()
         emit.__enter__()
         self._emit = emit

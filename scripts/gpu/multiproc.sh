@@ -19,7 +19,9 @@
 #    metrics, pass B without dedup (both ranks replay every kernel), with the default dedup (only rank 0
 #    opens ncu's window; rank 1 takes its counters kernel by kernel) and with --dedup-verify 1 (rank 1
 #    replayed too and compared). RUNS picks and orders the jobs (default "gpt2 gpt2_l2").
-# --clock-control none, clocks not locked. $OUT/summary.txt has the figures; $OUT/multiproc.tgz the capture
+# 6. RUNS=comm_l1: GPT-2 with 1 block, timeline only, with the tracer's defaults: the collectives' bytes,
+#    dtype and process group (the torch observer's communication marks, the capture's process-group mark).
+# BACKEND=gloo|nccl skips the probe of step 2. --clock-control none, clocks not locked. $OUT/summary.txt has the figures; $OUT/multiproc.tgz the capture
 # folders trimmed to what the engine reads, the profiles, reports and logs.
 set -uo pipefail
 OUT=${OUT:-$PWD/multiproc-out}
@@ -44,12 +46,16 @@ say "built in $((SECONDS - t0)) s: $(cd "$REPO/build-gpu" && find agents -name '
 OPPROF=$REPO/build-gpu/opprof
 TORCHRUN=("$PYTHON" -m torch.distributed.run --nproc-per-node 2 --standalone)
 
-say "does NCCL take two ranks on one GPU?"
-BACKEND=gloo
-if timeout 90 "${TORCHRUN[@]}" examples/train_ddp.py --check --backend nccl >"$W/logs/nccl_check.log" 2>&1; then
-  BACKEND=nccl
+if [[ -n ${BACKEND:-} ]]; then
+  say "backend: $BACKEND (as asked; NCCL not probed)"
+else
+  say "does NCCL take two ranks on one GPU?"
+  BACKEND=gloo
+  if timeout 90 "${TORCHRUN[@]}" examples/train_ddp.py --check --backend nccl >"$W/logs/nccl_check.log" 2>&1; then
+    BACKEND=nccl
+  fi
+  say "backend: $BACKEND (nccl: $(grep -m1 -oE 'Duplicate GPU[^.]*|all_reduce ok|ncclInvalidUsage[^.]*|Error[^.]*' "$W/logs/nccl_check.log" || echo 'see logs/nccl_check.log'))"
 fi
-say "backend: $BACKEND (nccl: $(grep -m1 -oE 'Duplicate GPU[^.]*|all_reduce ok|ncclInvalidUsage[^.]*|Error[^.]*' "$W/logs/nccl_check.log" || echo 'see logs/nccl_check.log'))"
 
 { grep '^#' "$REPO/data/metrics_default.tsv" | head -3; grep -v '^#' "$REPO/data/metrics_default.tsv" | head -2; } >"$W/quick_metrics.tsv"
 
@@ -86,6 +92,7 @@ for run in $RUNS; do
     l1_off) profile_job l1_off 260 "${NCU_OPTS[@]}" --dedup off -- --layers 1 ;;
     l1_ranks) profile_job l1_ranks 200 "${NCU_OPTS[@]}" -- --layers 1 ;;
     l1_verify) profile_job l1_verify 260 "${NCU_OPTS[@]}" --dedup-verify 1 -- --layers 1 ;;
+    comm_l1) profile_job comm_l1 200 --skip-ncu -- --layers 1 ;;
     *) say "unknown run $run" ;;
   esac
 done
@@ -123,6 +130,15 @@ for name in runs:
         print("  verify:", v)
     print("pass B s:", r.get("metadata", {}).get("timing.pass_b_s"), " pass A s:", r.get("metadata", {}).get("timing.pass_a_s"))
     print("warnings:", r.get("warnings"))
+    import sqlite3
+    db = sqlite3.connect(os.path.join(w, name, "profile.db"))
+    try:
+        for row in db.execute("SELECT rank, source, collective, count(*), sum(bytes), min(elements), max(elements), dtype, "
+                              "process_group, process_group_desc, group_size FROM collectives "
+                              "GROUP BY rank, source, collective, dtype, process_group ORDER BY rank, source, collective"):
+            print("collectives:", row)
+    except sqlite3.Error as e:
+        print("collectives:", e)
     print("sizes:", {os.path.relpath(os.path.join(d, f), w): os.path.getsize(os.path.join(d, f))
                      for d, _, fs in os.walk(os.path.join(w, name)) for f in fs if "trace" in f or "ncu" in f})
 PY

@@ -285,6 +285,44 @@ TEST_F(KinetoReaderTest, EagerGpt2TraceLinksEveryKernelToItsProcess) {
 
 // ---- streaming: chunk boundaries, gzip --------------------------------------------------------
 
+// torch.profiler with record_shapes on a DDP step over gloo (CPU, torch 2.13): the tensors of each
+// collective's ranges and the job's process group from distributedInfo.
+TEST_F(KinetoReaderTest, CollectivesKeepTheirTensorsAndTheProcessGroups) {
+  const Timeline tl = read_kineto_trace(kFixtures + "gloo_ddp_cpu/trace_rank0.json");
+  ASSERT_EQ(tl.process_groups.size(), 1u);
+  const ProcessGroup& g = tl.process_groups[0];
+  EXPECT_EQ(g.pid, 0u);
+  EXPECT_EQ(tl.str(g.name), "0");
+  EXPECT_EQ(tl.str(g.desc), "default_pg");
+  EXPECT_EQ(tl.str(g.backend), "cpu:gloo,cuda:gloo");
+  EXPECT_EQ(g.size, 2);
+  EXPECT_EQ(tl.str(g.ranks), "0,1");
+
+  std::size_t gloo_all_reduce = 0, c10d_all_reduce = 0;
+  std::uint32_t previous = 0;
+  for (const CommunicationArgs& c : tl.communication_args) {
+    EXPECT_GE(c.range, previous);  // sorted by range
+    previous = c.range;
+    const std::string_view text = tl.str(tl.ranges.text[c.range]);
+    EXPECT_TRUE(is_communication_range(text)) << text;
+    EXPECT_EQ(c.process_group, kNoString);  // gloo records no record_param_comms
+    if (text == "gloo:all_reduce") {
+      ++gloo_all_reduce;
+      EXPECT_EQ(tl.str(c.dtype), "float");
+      // DDP's bucket of the 64 x 64 linear layer's gradients (4,160 floats), then a tensor of 1,000.
+      EXPECT_TRUE(c.elements == 4160 || c.elements == 1000) << c.elements;
+      EXPECT_EQ(c.bytes, c.elements * 4);
+    } else if (text == "c10d::allreduce_") {
+      ++c10d_all_reduce;
+      EXPECT_TRUE(c.elements == 4160 || c.elements == 1000) << c.elements;
+      EXPECT_EQ(c.bytes, -1);  // a TensorList: dims without a dtype
+      EXPECT_EQ(c.dtype, kNoString);
+    }
+  }
+  EXPECT_EQ(gloo_all_reduce, 2u);
+  EXPECT_EQ(c10d_all_reduce, 2u);
+}
+
 TEST_F(KinetoReaderTest, TinyChunksGiveTheSameTimeline) {
   const std::string path = kFixtures + "gpt2_eager.kineto.json";
   Timeline whole = read_kineto_trace(path);

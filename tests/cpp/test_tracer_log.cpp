@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "opprof/attribute/engine.hpp"
+#include "opprof/ingest/communication_args.hpp"
 #include "opprof/ingest/tracer_log.hpp"
 #include "tracer_log/decoder.hpp"
 #include "tracer_log/format.hpp"
@@ -733,6 +734,103 @@ TEST(TracerLog, TorchObserverPayloadsLinkBackwardNodesToTheirForwardOperators) {
   EXPECT_EQ(tl.str(a.forward_op[1]), "aten::addmm");
   EXPECT_EQ(tl.str(a.module[1]), "blocks.0");
   EXPECT_EQ(a.module_source[1], ModuleSource::kForwardOp);
+}
+
+// The observer's communication mark describes the gloo:* range around it; the capture's process-group mark
+// names this process's group. A mark outside any observer range, and one whose JSON is broken, are counted.
+TEST(TracerLog, CommunicationMarksDescribeTheirRangeAndTheProcessGroups) {
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "opprof.torch")
+      .string(2, "gloo:all_reduce")
+      .string(3, R"(opprof.comm {"elements": 4160, "bytes": 16640, "dtype": "Float"})")
+      .string(4, R"(opprof.process_group {"backend_config": "cuda:gloo", "pg_desc": "default_pg", "pg_name": "0", "pg_size": 2, "ranks": [0, 1]})")
+      .string(5, R"(opprof.comm {"elements": 7)")
+      .string(6, "aten::add");
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{{1050, 100}, {4, 0}});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 200, 2, 1, kTorchUserScopeCategory, 0});
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{{1101, 200}, {3, 1}});
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{{1102, 200}, {3, 1}});  // a second one: the first stands
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1300, 200, 1, 0});
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{{1400, 200}, {3, 1}});  // outside any range
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1500, 200, 6, 1, 1, 0});
+  b.add(RecordType::kNvtxMark, NvtxMarkRecord{{1501, 200}, {5, 1}});  // broken JSON
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1600, 200, 1, 0});
+  b.add(RecordType::kTrailer, TrailerRecord{2000, 6000, 20, 8});
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+
+  const std::size_t gloo = find_range(tl, "gloo:all_reduce");
+  ASSERT_NE(gloo, kNoIndex);
+  ASSERT_EQ(tl.communication_args.size(), 1u);
+  const CommunicationArgs& c = tl.communication_args[0];
+  EXPECT_EQ(c.range, gloo);
+  EXPECT_EQ(c.elements, 4160);
+  EXPECT_EQ(c.bytes, 16640);
+  EXPECT_EQ(tl.str(c.dtype), "Float");
+  EXPECT_EQ(c.process_group, kNoString);
+  ASSERT_EQ(tl.process_groups.size(), 1u);
+  EXPECT_EQ(tl.process_groups[0].pid, 4242u);
+  EXPECT_EQ(tl.str(tl.process_groups[0].name), "0");
+  EXPECT_EQ(tl.str(tl.process_groups[0].desc), "default_pg");
+  EXPECT_EQ(tl.str(tl.process_groups[0].backend), "cuda:gloo");
+  EXPECT_EQ(tl.process_groups[0].size, 2);
+  EXPECT_EQ(tl.str(tl.process_groups[0].ranks), "0,1");
+  EXPECT_EQ(tl.metadata.at("nvtx.stray_communication_marks"), "2");
+  EXPECT_EQ(tl.metadata.at("nvtx.marks"), "5");
+}
+
+TEST(CommunicationArgs, MarksParseTheirJsonAndRefuseOthers) {
+  auto m = parse_comm_args_mark(R"(opprof.comm {"elements": 10, "bytes": 20, "dtype": "BFloat16", "process_group": "1",)"
+                                R"( "process_group_desc": "tp", "group_size": 4, "collective": "allreduce", "new": [1]})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->elements, 10);
+  EXPECT_EQ(m->bytes, 20);
+  EXPECT_EQ(m->dtype, "BFloat16");
+  EXPECT_EQ(m->process_group, "1");
+  EXPECT_EQ(m->process_group_desc, "tp");
+  EXPECT_EQ(m->group_size, 4);
+  EXPECT_EQ(m->collective, "allreduce");
+  EXPECT_FALSE(parse_comm_args_mark(R"(opprof.comm [1, 2])"));
+  EXPECT_FALSE(parse_comm_args_mark(R"(opprof.comm {"elements": )"));
+  EXPECT_FALSE(parse_comm_args_mark(R"(other {"elements": 1})"));
+  // A field of the wrong type, or negative, is left unknown.
+  auto wrong = parse_comm_args_mark(R"(opprof.comm {"elements": "many", "bytes": -5})");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->elements, -1);
+  EXPECT_EQ(wrong->bytes, -1);
+  EXPECT_FALSE(parse_process_group_mark(R"(opprof.process_group {"pg_desc": "no name"})"));
+  auto g = parse_process_group_mark(R"(opprof.process_group {"pg_name": "2", "ranks": [0, "x"]})");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->ranks, "");  // not all integers
+}
+
+TEST(CommunicationArgs, InputTensorsFromRecordShapes) {
+  EXPECT_EQ(element_bytes("float"), 4);
+  EXPECT_EQ(element_bytes("Float"), 4);
+  EXPECT_EQ(element_bytes("c10::BFloat16"), 2);
+  EXPECT_EQ(element_bytes("long int"), 8);
+  EXPECT_EQ(element_bytes("Scalar"), 0);
+  EXPECT_EQ(element_bytes(""), 0);
+
+  InputTensors t = input_tensors("[[4160]]", R"(["float"])");
+  EXPECT_EQ(t.elements, 4160);
+  EXPECT_EQ(t.bytes, 16640);
+  EXPECT_EQ(t.dtype, "float");
+  t = input_tensors("[[2, 3], [], [4]]", R"(["c10::Half", "Scalar", "float"])");
+  EXPECT_EQ(t.elements, 10);
+  EXPECT_EQ(t.bytes, 6 * 2 + 4 * 4);
+  EXPECT_EQ(t.dtype, "mixed");
+  t = input_tensors("[[[4160], [10]], [], []]", R"(["TensorList", "", "Scalar"])");
+  EXPECT_EQ(t.elements, 4170);
+  EXPECT_EQ(t.bytes, -1);
+  EXPECT_EQ(t.dtype, "");
+  t = input_tensors("[[], []]", R"(["Scalar", ""])");
+  EXPECT_EQ(t.elements, -1);
+  // Dims that overflow, are negative or are not integers: nothing is claimed.
+  EXPECT_EQ(input_tensors("[[4294967296, 4294967296, 4294967296]]", R"(["float"])").elements, -1);
+  EXPECT_EQ(input_tensors("[[-1]]", R"(["float"])").elements, -1);
+  EXPECT_EQ(input_tensors("[[1.5]]", R"(["float"])").elements, -1);
+  EXPECT_EQ(input_tensors("not json", R"(["float"])").elements, -1);
 }
 
 }  // namespace

@@ -5,13 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "opprof/timeline/timeline.hpp"  // is_communication_range and the ranges' prefixes
+
 namespace opprof {
 
 // Whether a kernel (any spelling: mangled, demangled) is one of NCCL's device kernels.
 bool is_communication_kernel(std::string_view kernel_name);
-
-// Whether a range is a collective's (collective_of_range would name one), without building the name.
-bool is_communication_range(std::string_view text);
 
 // The collective a communication range names ("allreduce", "all_reduce", "broadcast"), "" when the range
 // is none; record_param_comms gives "record_param_comms" (its collective is in the trace's arguments).

@@ -284,16 +284,23 @@ std::uint64_t export_groups(sqlite::Database& db, const fs::path& root, const st
   return d.close();
 }
 
-std::uint64_t export_collectives(sqlite::Database& db, const fs::path& root, std::size_t rows_per_batch,
-                                 ParquetExportStats& stats) {
+// schema_version 3 profiles have no arguments of the collectives: their columns are NULL.
+std::uint64_t export_collectives(sqlite::Database& db, int schema_version, const fs::path& root,
+                                 std::size_t rows_per_batch, ParquetExportStats& stats) {
   Dataset d(root, "collectives",
             {{"pid", ColumnType::kInt64}, {"source", ColumnType::kText}, {"collective", ColumnType::kText},
              {"kernel_id", ColumnType::kInt64}, {"range_id", ColumnType::kInt64}, {"start_ns", ColumnType::kInt64},
-             {"end_ns", ColumnType::kInt64}, {"duration_ns", ColumnType::kInt64}},
+             {"end_ns", ColumnType::kInt64}, {"duration_ns", ColumnType::kInt64}, {"elements", ColumnType::kInt64},
+             {"bytes", ColumnType::kInt64}, {"dtype", ColumnType::kText}, {"process_group", ColumnType::kText},
+             {"process_group_desc", ColumnType::kText}, {"group_size", ColumnType::kInt64}},
             rows_per_batch, stats);
+  const char* args = schema_version >= 4
+                         ? "c.elements, c.bytes, c.dtype, c.process_group, c.process_group_desc, c.group_size"
+                         : "NULL, NULL, NULL, NULL, NULL, NULL";
   export_query(db, d,
-               "SELECT c.rank, p.pid, c.source, c.collective, c.kernel_id, c.range_id, c.start_ns, c.end_ns, "
-               "c.duration_ns FROM collectives c JOIN processes p ON p.id = c.process_id ORDER BY c.id");
+               fmt::format("SELECT c.rank, p.pid, c.source, c.collective, c.kernel_id, c.range_id, c.start_ns, c.end_ns, "
+                           "c.duration_ns, {} FROM collectives c JOIN processes p ON p.id = c.process_id ORDER BY c.id",
+                           args));
   return d.close();
 }
 
@@ -385,7 +392,7 @@ ParquetExportStats export_parquet(const ProfileReader& profile, const std::strin
     stop_if_interrupted();
     stats.operators = export_groups(db, temporary, "operators", "operator", "operators", job, rows_per_batch, stats);
     stats.modules = export_groups(db, temporary, "modules", "module", "modules", job, rows_per_batch, stats);
-    stats.collectives = export_collectives(db, temporary, rows_per_batch, stats);
+    stats.collectives = export_collectives(db, profile.schema_version(), temporary, rows_per_batch, stats);
     export_metrics(profile, temporary, stats);
     stop_if_interrupted();
     write_manifest(profile, temporary, stats);

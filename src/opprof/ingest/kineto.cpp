@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "opprof/ingest/chunked_input.hpp"
+#include "opprof/ingest/communication_args.hpp"
 #include "opprof/ingest/json_diagnose.hpp"
 #include "opprof/ingest/json_scan.hpp"
 #include "opprof/ingest/kineto_detail.hpp"
@@ -217,6 +218,12 @@ struct EventArgs {
   std::uint64_t forward_thread = 0;          // cpu_op of a backward node: "Fwd thread id"
   std::string_view name;    // metadata events: process_name / thread_name
   std::string_view labels;  // metadata events: process_labels
+  // A communication range's (is_communication_range): the inputs record_shapes wrote (raw JSON arrays)
+  // and record_param_comms's arguments. Read only when `communication` is set before the args are.
+  bool communication = false;
+  std::string_view input_dims, input_types;
+  std::int64_t msg_elements = -1, group_size = -1;  // "In msg nelems", "Group size"
+  std::string_view dtype, process_group, process_group_desc, collective;
 };
 
 struct Event {
@@ -327,6 +334,8 @@ enum class ArgKey : std::uint8_t {
   kIgnored,            // another key starting like one of those: read on
   kAfterAutogradLink,  // another "S..." or "F..." key: past the autograd link torch writes after the External id
   kOther,              // any other key: an operator's shapes and the like, which follow what opprof reads
+  // Keys of a communication range's event, read only there; elsewhere as kOther.
+  kInputDims, kInputType, kInMsgNelems, kDtype, kProcessGroupName, kProcessGroupDesc, kGroupSize, kCollectiveName,
 };
 
 ArgKey arg_key(const char* raw) {
@@ -337,7 +346,16 @@ ArgKey arg_key(const char* raw) {
     case 'S': return key_is(raw, "Sequence number") ? ArgKey::kSequenceNumber : ArgKey::kAfterAutogradLink;
     case 'F': return key_is(raw, "Fwd thread id") ? ArgKey::kFwdThreadId : ArgKey::kAfterAutogradLink;
     case 'c': return key_is(raw, "correlation") ? ArgKey::kCorrelation : either("context", ArgKey::kContext);
-    case 'd': return either("device", ArgKey::kDevice);
+    case 'd': return key_is(raw, "device") ? ArgKey::kDevice : key_is(raw, "dtype") ? ArgKey::kDtype : ArgKey::kIgnored;
+    case 'I':
+      if (key_is(raw, "Input Dims")) return ArgKey::kInputDims;
+      if (key_is(raw, "Input type")) return ArgKey::kInputType;
+      return key_is(raw, "In msg nelems") ? ArgKey::kInMsgNelems : ArgKey::kOther;
+    case 'P':
+      if (key_is(raw, "Process Group Name")) return ArgKey::kProcessGroupName;
+      return key_is(raw, "Process Group Description") ? ArgKey::kProcessGroupDesc : ArgKey::kOther;
+    case 'G': return key_is(raw, "Group size") ? ArgKey::kGroupSize : ArgKey::kOther;
+    case 'C': return key_is(raw, "Collective name") ? ArgKey::kCollectiveName : ArgKey::kOther;
     case 's': return key_is(raw, "stream") ? ArgKey::kStream : either("shared memory", ArgKey::kSharedMemory);
     case 'g':
       if (key_is(raw, "grid")) return ArgKey::kGrid;
@@ -397,7 +415,7 @@ class EventParser {
       case ArgsNeeded::kUpToCorrelation: return key == ArgKey::kCorrelation;
       case ArgsNeeded::kUpToAutogradLink:
         return key == ArgKey::kFwdThreadId || key == ArgKey::kAfterAutogradLink ||
-               (key == ArgKey::kOther && args.external_id != 0);
+               (key >= ArgKey::kOther && args.external_id != 0);
     }
     return false;
   }
@@ -614,6 +632,31 @@ void EventParser::parse_args(od::value& value, std::size_t start, ArgsNeeded nee
       case ArgKey::kBytes: read_uint(v, start, args.bytes); break;
       case ArgKey::kName: args.name = read_string(v, start); break;
       case ArgKey::kLabels: args.labels = read_string(v, start); break;
+      case ArgKey::kInputDims:
+      case ArgKey::kInputType: {
+        od::array a;
+        std::string_view raw;
+        if (args.communication && v.get_array().get(a) == simdjson::SUCCESS && a.raw_json().get(raw) == simdjson::SUCCESS)
+          (key == ArgKey::kInputDims ? args.input_dims : args.input_types) = raw;
+        break;
+      }
+      case ArgKey::kInMsgNelems:
+      case ArgKey::kGroupSize:
+        if (args.communication && read_uint(v, start, n) && n <= static_cast<std::uint64_t>(INT64_MAX))
+          (key == ArgKey::kInMsgNelems ? args.msg_elements : args.group_size) = static_cast<std::int64_t>(n);
+        break;
+      case ArgKey::kDtype:
+      case ArgKey::kProcessGroupName:
+      case ArgKey::kProcessGroupDesc:
+      case ArgKey::kCollectiveName:
+        if (args.communication) {
+          std::string_view& to = key == ArgKey::kDtype              ? args.dtype
+                                 : key == ArgKey::kProcessGroupName ? args.process_group
+                                 : key == ArgKey::kProcessGroupDesc ? args.process_group_desc
+                                                                    : args.collective;
+          to = read_string(v, start);
+        }
+        break;
       case ArgKey::kIgnored:
       case ArgKey::kAfterAutogradLink:
       case ArgKey::kOther: break;
@@ -658,7 +701,12 @@ bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
       case EventKey::kId: read_uint(v, start, ev.flow_id); break;
       case EventKey::kArgs: {
         ArgsNeeded needed = ArgsNeeded::kAll;
-        if (ev.has_cat) {
+        // torch writes the name before the args; a collective's arguments follow its External id.
+        ev.args.communication = (seen & kName) != 0 && ev.has_cat &&
+                                (ev.cls == EventClass::kCpuOp || ev.cls == EventClass::kUserAnnotation) &&
+                                is_communication_range(ev.name);
+        if (ev.args.communication) {
+        } else if (ev.has_cat) {
           switch (ev.cls) {
             case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
             case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
@@ -802,6 +850,7 @@ class KinetoReader {
   void add_launch(const Event& ev, std::int64_t start, std::int64_t end);
   void add_range(const Event& ev, Category& cat, std::int64_t start, std::int64_t end);
   void add_process_metadata(const Event& ev);
+  void add_communication_args(const EventArgs& args, std::uint32_t row);
 
   void reserve_tables();
   void link_kernels_to_launch_processes();
@@ -1194,6 +1243,14 @@ void KinetoReader::parse_top_value(const std::string& key, std::string_view text
   wrapped.append(text);
   wrapped.push_back(']');
   const simdjson::padded_string padded(wrapped);
+  if (key == "distributedInfo") {
+    // pid 0: the trace's own process (distributedInfo does not name it).
+    for (const ProcessGroupMark& g : process_groups_of_distributed_info(text))
+      tl_.process_groups.push_back(ProcessGroup{0, intern(g.name), g.desc.empty() ? kNoString : intern(g.desc),
+                                                g.backend.empty() ? kNoString : intern(g.backend),
+                                                static_cast<std::int32_t>(std::min<std::int64_t>(g.size, INT32_MAX)),
+                                                g.ranks.empty() ? kNoString : intern(g.ranks)});
+  }
   try {
     od::document doc;
     check(parser_.iterate(padded).get(doc));
@@ -1467,6 +1524,27 @@ void KinetoReader::add_range(const Event& ev, Category& cat, std::int64_t start,
   r.forward_thread[row] = ev.args.forward_thread;
   if (cls == EventClass::kPythonFunction && starts_with(text, kModuleRangePrefix))
     python_module_ranges_.push_back(static_cast<std::uint32_t>(row));
+  if (ev.args.communication) add_communication_args(ev.args, static_cast<std::uint32_t>(row));
+}
+
+void KinetoReader::add_communication_args(const EventArgs& a, std::uint32_t row) {
+  CommunicationArgs c;
+  c.range = row;
+  if (a.msg_elements >= 0) {  // record_param_comms
+    c.elements = a.msg_elements;
+    if (const int size = element_bytes(a.dtype); size != 0 && c.elements <= INT64_MAX / size) c.bytes = c.elements * size;
+  } else if (!a.input_dims.empty() && !a.input_types.empty()) {  // record_shapes
+    const InputTensors t = input_tensors(a.input_dims, a.input_types);
+    c.elements = t.elements;
+    c.bytes = t.bytes;
+    if (!t.dtype.empty()) c.dtype = intern(t.dtype);
+  }
+  if (c.dtype == kNoString && !a.dtype.empty()) c.dtype = intern(a.dtype);
+  if (!a.process_group.empty()) c.process_group = intern(a.process_group);
+  if (!a.process_group_desc.empty()) c.process_group_desc = intern(a.process_group_desc);
+  if (a.group_size >= 0) c.group_size = static_cast<std::int32_t>(std::min<std::int64_t>(a.group_size, INT32_MAX));
+  if (c.elements < 0 && c.dtype == kNoString && c.process_group == kNoString && c.group_size < 0) return;  // nothing said
+  tl_.communication_args.push_back(c);
 }
 
 void KinetoReader::add_process_metadata(const Event& ev) {

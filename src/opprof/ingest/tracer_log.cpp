@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "opprof/ingest/communication_args.hpp"
 #include "tracer_log/decoder.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -86,7 +87,7 @@ class MappedFile {
 };
 
 struct NvtxEvent {
-  enum Kind : std::uint8_t { kPush, kPop, kStart, kEnd } kind;
+  enum Kind : std::uint8_t { kPush, kPop, kStart, kEnd, kMark } kind;
   std::uint64_t ts;
   std::uint64_t tid;
   std::uint64_t range_id;
@@ -201,7 +202,12 @@ void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
             p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, e.ts_ns, e.tid, e.range_id, 0, 0, 0});
             p.saw(e.ts_ns);
           },
-          [&](const NvtxMarkRecord&) { ++p.marks; },
+          [&](const NvtxMarkRecord& e) {
+            ++p.marks;
+            // Kept for the communication marks (communication_args.hpp), applied to the range open
+            // around them; other marks name no range.
+            p.nvtx.push_back(NvtxEvent{NvtxEvent::kMark, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, 0});
+          },
           [&](const WindowStart& w) {
             p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, true});
             p.saw(w.fixed.ts_ns);
@@ -638,9 +644,12 @@ class Builder {
           break;
         }
         case NvtxEvent::kEnd: break;
+        case NvtxEvent::kMark: communication_mark(e, open[e.domain_sid]); break;
       }
     }
     if (!first) close_thread();
+    std::stable_sort(tl_.communication_args.begin(), tl_.communication_args.end(),
+                     [](const CommunicationArgs& a, const CommunicationArgs& b) { return a.range < b.range; });
     // Ends may come from another thread: pair them after all starts are known.
     for (const NvtxEvent& e : p_.nvtx) {
       if (e.kind != NvtxEvent::kEnd) continue;
@@ -654,6 +663,38 @@ class Builder {
     }
     unclosed_ += started.size();
   }
+
+  // A communication mark: the arguments of the observer's range open around it (the innermost of its
+  // domain on the thread), or a process group of this process. Marks that are neither are counted only.
+  void communication_mark(const NvtxEvent& e, const std::vector<std::size_t>& open_rows) {
+    const std::string_view t = text(e.text_sid);
+    if (starts_with(t, kCommArgsMarkPrefix)) {
+      auto m = parse_comm_args_mark(t);
+      if (!m || open_rows.empty() || text(e.domain_sid) != kTorchObserverDomain) {
+        ++stray_comm_marks_;
+        return;
+      }
+      const auto range = static_cast<std::uint32_t>(open_rows.back());
+      if (!tl_.communication_args.empty() && tl_.communication_args.back().range == range) return;  // one per range
+      tl_.communication_args.push_back(CommunicationArgs{range, m->elements, m->bytes, intern_or_none(m->dtype),
+                                                         intern_or_none(m->process_group),
+                                                         intern_or_none(m->process_group_desc),
+                                                         static_cast<std::int32_t>(std::min<std::int64_t>(m->group_size, INT32_MAX))});
+    } else if (starts_with(t, kProcessGroupMarkPrefix)) {
+      auto m = parse_process_group_mark(t);
+      if (!m) {
+        ++stray_comm_marks_;
+        return;
+      }
+      for (const ProcessGroup& g : tl_.process_groups)
+        if (tl_.str(g.name) == m->name) return;  // written again by a later window
+      tl_.process_groups.push_back(ProcessGroup{p_.header.pid, intern_or_none(m->name), intern_or_none(m->desc),
+                                                intern_or_none(m->backend),
+                                                static_cast<std::int32_t>(std::min<std::int64_t>(m->size, INT32_MAX)),
+                                                intern_or_none(m->ranks)});
+    }
+  }
+  StrId intern_or_none(const std::string& s) { return s.empty() ? kNoString : tl_.strings.intern(s); }
 
   void windows() {
     std::stable_sort(p_.windows.begin(), p_.windows.end(),
@@ -701,6 +742,7 @@ class Builder {
           fmt::format("{} NVTX ranges were never closed; they end at the last record", unclosed_);
     }
     if (unmatched_pops_ != 0) m["nvtx.unmatched_ends"] = std::to_string(unmatched_pops_);
+    if (stray_comm_marks_ != 0) m["nvtx.stray_communication_marks"] = std::to_string(stray_comm_marks_);
     if (p_.unknown_records != 0) m["tracer.unknown_records_skipped"] = std::to_string(p_.unknown_records);
     if (p_.cupti_dropped != 0 || p_.pool_exhausted != 0) {
       m["warning.dropped"] = fmt::format(
@@ -725,6 +767,7 @@ class Builder {
   std::vector<StrId> sid_map_;
   std::uint64_t unclosed_ = 0;
   std::uint64_t unmatched_pops_ = 0;
+  std::uint64_t stray_comm_marks_ = 0;  // communication marks outside an observer range, or malformed
   std::uint64_t graph_activities_ = 0;
   std::uint64_t graph_activities_with_stack_ = 0;
   std::uint64_t graph_by_node_id_ = 0;

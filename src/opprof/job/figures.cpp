@@ -31,6 +31,34 @@ std::string group_key(const Timeline& tl, StrId key, bool module) {
   return std::string(tl.str(key));
 }
 
+// Fills each collective's arguments from the trace (its range's CommunicationArgs) and, where it names no
+// process group, the process's own when it had exactly one.
+void describe_collectives(const Timeline& tl, const std::vector<JobProcess>& processes, std::vector<Collective>& cs) {
+  std::unordered_map<std::uint32_t, std::vector<const ProcessGroup*>> groups_of_pid;
+  for (const ProcessGroup& g : tl.process_groups) groups_of_pid[g.pid].push_back(&g);
+  const auto& args = tl.communication_args;  // sorted by range
+  for (Collective& c : cs) {
+    if (c.range_id != kNoIndex) {
+      auto it = std::lower_bound(args.begin(), args.end(), c.range_id,
+                                 [](const CommunicationArgs& a, std::uint32_t r) { return a.range < r; });
+      if (it != args.end() && it->range == c.range_id) {
+        c.elements = it->elements;
+        c.bytes = it->bytes;
+        c.dtype = tl.str(it->dtype);
+        c.process_group = tl.str(it->process_group);
+        c.process_group_desc = tl.str(it->process_group_desc);
+        c.group_size = it->group_size;
+      }
+    }
+    if (!c.process_group.empty()) continue;
+    auto g = groups_of_pid.find(processes[c.process].pid);
+    if (g == groups_of_pid.end() || g->second.size() != 1) continue;
+    c.process_group = tl.str(g->second[0]->name);
+    c.process_group_desc = tl.str(g->second[0]->desc);
+    c.group_size = g->second[0]->size;
+  }
+}
+
 }  // namespace
 
 std::int64_t union_ns(Intervals intervals) {
@@ -81,8 +109,11 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
     if (comm) {
       (k.kind[i] == ActivityKind::kKernel ? f.communication_kernel_ns : f.communication_copy_ns) += d;
       w.communication.emplace_back(s, e);
-      out.collectives.push_back(Collective{f.process, "kernel", collective_of_kernel(tl.str(k.name[i])),
-                                           static_cast<std::uint32_t>(i), kNoIndex, s, e});
+      Collective c{.process = f.process, .source = "kernel", .collective = collective_of_kernel(tl.str(k.name[i]))};
+      c.kernel_id = static_cast<std::uint32_t>(i);
+      c.start_ns = s;
+      c.end_ns = e;
+      out.collectives.push_back(std::move(c));
     }
     if (k.kind[i] != ActivityKind::kKernel) continue;
     f.kernels += 1;
@@ -115,9 +146,13 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
     w.first = w.any ? std::min(w.first, r.start_ns[i]) : r.start_ns[i];
     w.last = w.any ? std::max(w.last, r.end_ns[i]) : r.end_ns[i];
     w.any = true;
-    out.collectives.push_back(Collective{out.ranks[it->second].process, "cpu_range", collective, kNoIndex,
-                                         static_cast<std::uint32_t>(i), r.start_ns[i], r.end_ns[i]});
+    Collective c{.process = out.ranks[it->second].process, .source = "cpu_range", .collective = collective};
+    c.range_id = static_cast<std::uint32_t>(i);
+    c.start_ns = r.start_ns[i];
+    c.end_ns = r.end_ns[i];
+    out.collectives.push_back(std::move(c));
   }
+  describe_collectives(tl, processes, out.collectives);
   for (std::size_t q = 0; q < out.ranks.size(); ++q) {
     RankFigures& f = out.ranks[q];
     Work& w = work[q];

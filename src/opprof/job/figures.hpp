@@ -48,6 +48,13 @@ struct Collective {  // one communication activity or CPU range
   std::uint32_t kernel_id = kNoIndex;  // the activity (source kernel)
   std::uint32_t range_id = kNoIndex;   // the enclosing collective range, when known
   std::int64_t start_ns = 0, end_ns = 0;
+  // What the trace says about it (a cpu_range's CommunicationArgs): its input tensors' elements and bytes
+  // (-1 unknown), their dtype, and its process group. The group is also the process's only one when the
+  // collective names none.
+  std::int64_t elements = -1, bytes = -1;
+  std::string dtype{};
+  std::string process_group{}, process_group_desc{};
+  std::int32_t group_size = -1;
 };
 
 struct JobFigures {

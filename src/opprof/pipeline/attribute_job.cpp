@@ -98,8 +98,9 @@ void append_string_columns(Table& out, const Table& in, const std::vector<StrId>
   (one(out.*columns, in.*columns), ...);
 }
 
-// Appends in's rows to out; returns in's string ids in out's table.
-std::vector<StrId> append_timeline(Timeline& out, const Timeline& in) {
+// Appends in's rows to out; returns in's string ids in out's table. pid: the process in's rows are of
+// (its process groups that name none become its).
+std::vector<StrId> append_timeline(Timeline& out, const Timeline& in, std::uint32_t pid) {
   std::vector<StrId> remap(in.strings.size());
   for (std::size_t id = 0; id < remap.size(); ++id) remap[id] = out.strings.intern(in.strings.view(static_cast<StrId>(id)));
   const auto range_offset = static_cast<std::uint32_t>(out.ranges.size());
@@ -118,6 +119,21 @@ std::vector<StrId> append_timeline(Timeline& out, const Timeline& in) {
   append_string_columns(out.ranges, in.ranges, remap, &R::text, &R::domain);
   for (const AutogradLink& a : in.autograd_links)
     out.autograd_links.push_back({a.forward_range + range_offset, a.backward_range + range_offset});
+  for (CommunicationArgs c : in.communication_args) {
+    c.range += range_offset;
+    c.dtype = remap[c.dtype];
+    c.process_group = remap[c.process_group];
+    c.process_group_desc = remap[c.process_group_desc];
+    out.communication_args.push_back(c);
+  }
+  for (ProcessGroup g : in.process_groups) {
+    if (g.pid == 0) g.pid = pid;
+    g.name = remap[g.name];
+    g.desc = remap[g.desc];
+    g.backend = remap[g.backend];
+    g.ranks = remap[g.ranks];
+    out.process_groups.push_back(g);
+  }
   return remap;
 }
 
@@ -169,7 +185,7 @@ AttributeResult merge_parts(std::vector<Part>& parts, const std::vector<JobProce
     const auto kernel_offset = static_cast<std::uint32_t>(tl.kernels.size());
     part.kernel_offset = kernel_offset;
     const auto range_offset = static_cast<std::uint32_t>(tl.ranges.size());
-    const std::vector<StrId> remap = append_timeline(tl, r.timeline());
+    const std::vector<StrId> remap = append_timeline(tl, r.timeline(), processes[part.process].pid);
     append_attribution(out.attribution, r.attribution, remap, range_offset);
     for (const std::string& line : r.notes.lines) out.notes.lines.push_back(prefix + line);
     append(out.notes.operator_on_launch_path, r.notes.operator_on_launch_path);

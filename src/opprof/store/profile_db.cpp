@@ -711,7 +711,10 @@ class Writer {
       g.run();
     }
     Statement c(db_, "INSERT INTO collectives (id, process_id, rank, source, collective, kernel_id, range_id, start_ns, "
-                     "end_ns, duration_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+                     "end_ns, duration_ns, elements, bytes, dtype, process_group, process_group_desc, group_size) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)");
+    auto bind_known = [&](int i, std::int64_t v) { if (v < 0) c.bind_null(i); else c.bind_int(i, v); };
+    auto bind_text_or_null = [&](int i, const std::string& v) { if (v.empty()) c.bind_null(i); else c.bind_text(i, v); };
     const auto& cs = job.figures.collectives;
     for (std::size_t i = 0; i < cs.size(); ++i) {
       c.bind_int(1, static_cast<std::int64_t>(i));
@@ -724,6 +727,12 @@ class Writer {
       c.bind_int(8, cs[i].start_ns);
       c.bind_int(9, cs[i].end_ns);
       c.bind_int(10, cs[i].end_ns - cs[i].start_ns);
+      bind_known(11, cs[i].elements);
+      bind_known(12, cs[i].bytes);
+      bind_text_or_null(13, cs[i].dtype);
+      bind_text_or_null(14, cs[i].process_group);
+      bind_text_or_null(15, cs[i].process_group_desc);
+      bind_known(16, cs[i].group_size);
       c.run();
     }
     db_.exec(

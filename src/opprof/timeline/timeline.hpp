@@ -116,6 +116,19 @@ inline constexpr std::string_view kAutogradNodePrefix = "autograd::engine::evalu
 inline constexpr std::string_view kTorchObserverDomain = OPPROF_NVTX_DOMAIN_TORCH;
 inline constexpr std::uint32_t kTorchUserScopeCategory = OPPROF_NVTX_CATEGORY_USER_SCOPE;
 
+// Collective communication's ranges: c10d's operators (c10d::allreduce_), ProcessGroupNCCL / ProcessGroupGloo's
+// work titles (nccl:all_reduce, gloo:all_reduce) and record_param_comms. The readers keep their arguments
+// (CommunicationArgs); attribute/communication.hpp names their collectives.
+inline constexpr std::string_view kParamCommsRange = "record_param_comms";
+inline constexpr std::string_view kC10dOperatorPrefix = "c10d::";
+inline constexpr std::array<std::string_view, 2> kProcessGroupWorkPrefixes = {"nccl:", "gloo:"};
+inline bool is_communication_range(std::string_view text) {
+  if (text == kParamCommsRange || text.substr(0, kC10dOperatorPrefix.size()) == kC10dOperatorPrefix) return true;
+  for (std::string_view p : kProcessGroupWorkPrefixes)
+    if (text.substr(0, p.size()) == p) return true;
+  return false;
+}
+
 enum class RangeScope : std::uint8_t { kThread = 0, kStream = 1 };
 inline constexpr std::array<const char*, 2> kRangeScopeNames = {"thread", "stream"};
 static_assert(kRangeScopeNames.size() == static_cast<std::size_t>(RangeScope::kStream) + 1);
@@ -147,6 +160,29 @@ struct RangeTable {
                   std::int64_t start, std::int64_t end);
 };
 
+// What the trace says about one collective, on the range that carries it: torch.profiler's
+// record_param_comms arguments, the Input Dims / Input type of a gloo:*, nccl:* or c10d::* range recorded
+// with record_shapes, or the tracer's communication mark inside a gloo:* / nccl:* range
+// (OPPROF_COMM_ARGS_MARK). Sorted by range, at most one per range.
+struct CommunicationArgs {
+  std::uint32_t range = kNoIndex;  // into ranges
+  std::int64_t elements = -1;      // elements of the input tensors; -1 unknown
+  std::int64_t bytes = -1;         // their bytes; -1 unknown (no dtype of known size)
+  StrId dtype = kNoString;         // as the source names it ("float", "Float", "BFloat16")
+  StrId process_group = kNoString;       // the process group's name ("0"), when the source gives it
+  StrId process_group_desc = kNoString;  // its description ("default_pg")
+  std::int32_t group_size = -1;          // ranks in the group; -1 unknown
+};
+
+// A process group a process had when it was captured (torch.profiler's distributedInfo.pg_config, or
+// the mark opprof's capture writes at the window's start: OPPROF_PROCESS_GROUP_MARK).
+struct ProcessGroup {
+  std::uint32_t pid = 0;  // the process; 0 when the source does not say (a single-process trace)
+  StrId name = kNoString, desc = kNoString, backend = kNoString;
+  std::int32_t size = -1;
+  StrId ranks = kNoString;  // its global ranks, "0,1"
+};
+
 // A whole capture: what a reader produced. metadata holds facts about the capture (source format,
 // GPU name, clocks, torch version) as key/value text.
 struct Timeline {
@@ -155,6 +191,8 @@ struct Timeline {
   LaunchTable launches;
   RangeTable ranges;
   std::vector<AutogradLink> autograd_links;
+  std::vector<CommunicationArgs> communication_args;
+  std::vector<ProcessGroup> process_groups;
   std::map<std::string, std::string> metadata;
 
   std::string_view str(StrId id) const { return strings.view(id); }
