@@ -8,6 +8,9 @@
 #include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/report/terminal.hpp"
 #include "opprof/store/profile_reader.hpp"
+#include "opprof/store/sqlite.hpp"
+
+#include <sqlite3.h>
 #include "opprof/util/error.hpp"
 #include "cli_harness.hpp"
 #include "profile_fixture.hpp"
@@ -128,4 +131,73 @@ TEST(GoldenMultiproc, CrossRankDedupFromTheRanksRecordsPropagatesRank0sCounters)
   told.counters_ranks = {1};
   told.request.output.clear();
   EXPECT_THROW(attribute_job(told), InputError);
+}
+
+// What the trace says of each collective (tests/fixtures/multiproc/README.md, gpt2_l1_comm): the torch observer's
+// communication marks inside gloo's all_reduce ranges and the capture's process-group mark, under the tracer's
+// defaults (deferred operator ranges). DDP's two gradient buckets of GPT-2 with one block: 2,361,600 and
+// 44,111,616 floats, 46,473,216 in all, the model's parameter count.
+TEST(GoldenMultiproc, CollectivesCarryTheirTensorsBytesAndProcessGroup) {
+  opprof::testing::TempDir dir;
+  JobRequest request;
+  request.dir = opprof::test::fixture("multiproc/gpt2_l1_comm");
+  request.request.output = dir.file("job.db");
+  const JobResult r = attribute_job(request);
+  const Timeline& tl = r.profile.timeline();
+  ASSERT_EQ(r.job.figures.ranks.size(), 2u);
+
+  for (std::size_t q = 0; q < 2; ++q) {
+    const std::size_t process = r.job.figures.ranks[q].process;
+    std::int64_t all_reduce_bytes = 0, copy_bytes = 0;
+    std::vector<std::int64_t> elements;
+    std::size_t c10d = 0;
+    for (const Collective& c : r.job.figures.collectives) {
+      if (c.process != process) continue;
+      // The process had one process group: every collective is in it, named by the mark or by being the only one.
+      EXPECT_EQ(c.process_group, "0");
+      EXPECT_EQ(c.process_group_desc, "default_pg");
+      EXPECT_EQ(c.group_size, 2);
+      if (c.source == "cpu_range" && c.collective == "all_reduce") {
+        EXPECT_EQ(c.dtype, "Float");
+        EXPECT_EQ(c.bytes, 4 * c.elements);
+        elements.push_back(c.elements);
+        all_reduce_bytes += c.bytes;
+      } else if (c.source == "cpu_range") {
+        EXPECT_EQ(c.collective, "allreduce");  // c10d::allreduce_ on the main thread: the observer reads no inputs there
+        EXPECT_EQ(c.elements, -1);
+        ++c10d;
+      } else {
+        ASSERT_EQ(c.source, "kernel");
+        EXPECT_EQ(tl.kernels.kind[c.kernel_id], ActivityKind::kMemcpy);
+        EXPECT_EQ(c.bytes, -1);  // a copy's own size is kernels.bytes
+        copy_bytes += static_cast<std::int64_t>(tl.kernels.bytes[c.kernel_id]);
+      }
+    }
+    std::sort(elements.begin(), elements.end());
+    EXPECT_EQ(elements, (std::vector<std::int64_t>{2'361'600, 44'111'616})) << "rank " << q;
+    EXPECT_EQ(c10d, 2u);
+    // Independent of the marks: gloo copies each bucket to the host and back, so the copies' bytes, which CUPTI
+    // recorded, are twice the tensors' bytes the observer read.
+    EXPECT_EQ(copy_bytes, 2 * all_reduce_bytes) << "rank " << q;
+    EXPECT_EQ(all_reduce_bytes, 185'892'864);
+  }
+  ASSERT_EQ(tl.process_groups.size(), 2u);  // one per rank; torchrun's own process joined none
+  EXPECT_EQ(tl.metadata.count("nvtx.stray_communication_marks"), 0u);
+
+  // The database holds the same, NULL where the trace said nothing.
+  sqlite::Database db(dir.file("job.db"), SQLITE_OPEN_READONLY);
+  sqlite::Statement s(db, "SELECT count(*), sum(bytes), count(bytes), count(process_group), count(DISTINCT dtype) "
+                          "FROM collectives");
+  ASSERT_TRUE(s.next());
+  EXPECT_EQ(s.column_int(0), static_cast<std::int64_t>(r.job.figures.collectives.size()));
+  EXPECT_EQ(s.column_int(1), 2 * 185'892'864);
+  EXPECT_EQ(s.column_int(2), 4);
+  EXPECT_EQ(s.column_int(3), s.column_int(0));
+  EXPECT_EQ(s.column_int(4), 1);
+
+  ReportOptions wide;
+  wide.width = 400;
+  const std::string text = render_terminal_report(ProfileReader(dir.file("job.db")), wide);
+  EXPECT_NE(text.find("rank 1: all_reduce x2, 186 MB of Float in process group 0 (default_pg, 2 ranks)"),
+            std::string::npos) << text;
 }

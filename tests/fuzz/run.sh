@@ -14,16 +14,16 @@ shift $(( $# < 3 ? $# : 3 ))
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_kineto fuzz_ncu_csv fuzz_tracer_log fuzz_nsys_sqlite fuzz_metric_set fuzz_inductor_provenance
-           fuzz_inductor_output_code fuzz_fx_modules fuzz_profile_reader)
+           fuzz_inductor_output_code fuzz_fx_modules fuzz_profile_reader fuzz_communication_args)
 fi
 declare -A dict=([fuzz_kineto]=kineto [fuzz_ncu_csv]=ncu_csv [fuzz_tracer_log]='' [fuzz_nsys_sqlite]=nsys_sqlite
                  [fuzz_metric_set]=metric_set [fuzz_inductor_provenance]=json_inductor
                  [fuzz_inductor_output_code]=output_code [fuzz_fx_modules]=json_inductor
-                 [fuzz_profile_reader]=profile_db)
+                 [fuzz_profile_reader]=profile_db [fuzz_communication_args]=kineto)
 # Inputs larger than the largest seed teach little and cost much; SQLite files need their pages.
 declare -A max_len=([fuzz_kineto]=65536 [fuzz_ncu_csv]=65536 [fuzz_tracer_log]=32768 [fuzz_nsys_sqlite]=32768
                     [fuzz_metric_set]=16384 [fuzz_inductor_provenance]=32768 [fuzz_inductor_output_code]=32768
-                    [fuzz_fx_modules]=16384 [fuzz_profile_reader]=131072)
+                    [fuzz_fx_modules]=16384 [fuzz_profile_reader]=131072 [fuzz_communication_args]=4096)
 
 "$here/seed_corpus.sh" "$build/seeds" "$opprof"
 mkdir -p "$build/crashes" "$build/logs"

@@ -9,14 +9,14 @@ fixtures="$here/../fixtures"
 out="$1"
 opprof="${2:-}"
 rm -rf "$out"
-mkdir -p "$out"/{fuzz_kineto,fuzz_ncu_csv,fuzz_tracer_log,fuzz_nsys_sqlite,fuzz_metric_set,fuzz_inductor_provenance,fuzz_inductor_output_code,fuzz_fx_modules,fuzz_profile_reader}
+mkdir -p "$out"/{fuzz_kineto,fuzz_ncu_csv,fuzz_tracer_log,fuzz_nsys_sqlite,fuzz_metric_set,fuzz_inductor_provenance,fuzz_inductor_output_code,fuzz_fx_modules,fuzz_profile_reader,fuzz_communication_args}
 # A unique seed name for a fixture path: tests/fixtures/a/b/c.json -> a_b_c.json
 name() { local rel="${1#"$fixtures"/}"; echo "${rel//\//_}"; }
 cat_any() { case "$1" in *.gz) zcat "$1" ;; *) cat "$1" ;; esac; }
 
 # Kineto: the whole small traces, and the first events of every trace closed into valid JSON again (Kineto
 # writes one "  {" ... "  }," block per event).
-for f in "$fixtures"/kineto/*.json "$fixtures"/*/trace.json.gz "$fixtures"/*/*/trace.json.gz "$fixtures"/*/torch_trace.json.gz; do
+for f in "$fixtures"/kineto/*.json "$fixtures"/kineto/*/*.json "$fixtures"/*/trace.json.gz "$fixtures"/*/*/trace.json.gz "$fixtures"/*/torch_trace.json.gz; do
   [ -f "$f" ] || continue
   n="$(name "$f")"; n="${n%.gz}"
   [ "$(stat -c %s "$f")" -le 65536 ] && [[ "$f" != *.gz ]] && cp "$f" "$out/fuzz_kineto/$n"
@@ -55,6 +55,14 @@ while IFS= read -r f; do
   esac
 done < <(find "$fixtures" \( -name inductor_provenance_tracking_node_mappings.json -o -name output_code.py \
                              -o -name opprof_fx_modules.json \) -size -64k | sort)
+
+# Collectives' arguments: the first byte picks the parser (fuzz_communication_args.cpp), then what the
+# tracer's marks and torch.profiler's record_shapes write.
+c="$out/fuzz_communication_args"
+printf '\000opprof.comm {"elements": 44111616, "bytes": 176446464, "dtype": "Float", "process_group": "0", "process_group_desc": "default_pg", "group_size": 2, "collective": "allreduce"}' > "$c/comm_mark"
+printf '\001opprof.process_group {"backend_config": "cuda:gloo", "pg_desc": "default_pg", "pg_name": "0", "pg_size": 2, "ranks": [0, 1]}' > "$c/process_group_mark"
+printf '\002[[[4160], [10]], [], [2, 3]]\n["TensorList", "Scalar", "c10::BFloat16"]' > "$c/input_tensors"
+printf '\003{"backend": "gloo", "rank": 0, "world_size": 2, "pg_count": 1, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cpu:gloo,cuda:gloo", "pg_size": 2, "ranks": [0, 1]}]}' > "$c/distributed_info"
 
 # Profile database: a small capture attributed by this tree's opprof, with small pages.
 if [ -n "$opprof" ]; then

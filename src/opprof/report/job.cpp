@@ -1,6 +1,7 @@
 #include "opprof/report/job.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -104,6 +105,32 @@ std::vector<Unequal> most_unequal(const ProfileReader& profile, const std::vecto
   return out;
 }
 
+const ProfileProcess* process_of(const std::vector<ProfileProcess>& processes, std::int64_t id) {
+  for (const ProfileProcess& p : processes)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+// "rank 0: all_reduce x2, 186 MB of Float in process group 0 (default_pg, 2 ranks)".
+void collective_lines(Page& page, const ProfileReader& profile, const std::vector<ProfileProcess>& processes) {
+  const std::vector<ProfileCollectiveMessages> messages = profile.collective_messages();
+  if (messages.empty()) return;
+  page.line("  collectives whose tensors the trace recorded:");
+  for (const ProfileCollectiveMessages& m : messages) {
+    const ProfileProcess* p = process_of(processes, m.process_id);
+    std::string group;
+    if (!m.process_group.empty()) {
+      group = " in process group " + m.process_group;
+      std::vector<std::string> about;
+      if (!m.process_group_desc.empty()) about.push_back(m.process_group_desc);
+      if (m.group_size >= 0) about.push_back(fmt::format("{} ranks", m.group_size));
+      if (!about.empty()) group += fmt::format(" ({})", fmt::join(about, ", "));
+    }
+    page.line(fmt::format("    {}: {} x{}, {}{}{}", p ? rank_label(*p) : "?", m.collective.empty() ? "?" : m.collective,
+                          m.count, format_bytes(double(m.bytes)), m.dtype.empty() ? "" : " of " + m.dtype, group));
+  }
+}
+
 }  // namespace
 
 void job_section(Page& page, const ProfileReader& profile) {
@@ -161,6 +188,7 @@ void job_section(Page& page, const ProfileReader& profile) {
       format_duration_ns(t.cpu_communication_ns), 100.0 * share(t.cpu_communication_ns, t.span_ns),
       format_duration_ns(t.span_ns), 100.0 * share(t.cpu_overlap_ns, t.cpu_communication_ns)));
   if (!idle.empty()) page.line("  not ranks: " + idle);
+  collective_lines(page, profile, processes);
   const std::vector<Unequal> unequal = most_unequal(profile, processes);
   if (!unequal.empty() && unequal.front().spread_ns > 0) {
     page.line("  operators whose time differs most between ranks:");
@@ -219,6 +247,22 @@ void write_job_json(JsonWriter& j, const ProfileReader& profile) {
   j.key("cpu_overlapped_share").number(share(t.cpu_overlap_ns, t.cpu_communication_ns));
   j.key("max_time_vs_mean").number(t.slowest ? t.slowest->figures.time_vs_mean : 0.0);
   j.key("min_time_vs_mean").number(t.fastest ? t.fastest->figures.time_vs_mean : 0.0);
+  j.key("collective_messages").begin_array();
+  for (const ProfileCollectiveMessages& m : profile.collective_messages()) {
+    const ProfileProcess* p = process_of(processes, m.process_id);
+    j.begin_object();
+    j.key("rank").integer_or_null(p == nullptr || p->rank == kNoRank ? -1 : p->rank);
+    j.key("collective").string_or_null(m.collective);
+    j.key("count").integer(m.count);
+    j.key("elements").integer(m.elements);
+    j.key("bytes").integer(m.bytes);
+    j.key("dtype").string_or_null(m.dtype);
+    j.key("process_group").string_or_null(m.process_group);
+    j.key("process_group_desc").string_or_null(m.process_group_desc);
+    j.key("group_size").integer_or_null(m.group_size);
+    j.end_object();
+  }
+  j.end_array();
   j.key("most_unequal_operators").begin_array();
   for (const Unequal& u : most_unequal(profile, processes)) {
     j.begin_object().key("operator").string(u.key).key("spread_ns").integer(u.spread_ns);

@@ -410,6 +410,26 @@ std::vector<ProfileRankGroup> ProfileReader::rank_groups(std::string_view group_
   return out;
 }
 
+std::vector<ProfileCollectiveMessages> ProfileReader::collective_messages() const {
+  std::vector<ProfileCollectiveMessages> out;
+  if (impl_->schema_version < 4) return out;
+  try {
+    Statement q(*impl_->db,
+                "SELECT process_id, coalesce(collective, ''), coalesce(dtype, ''), coalesce(process_group, ''), "
+                "coalesce(process_group_desc, ''), coalesce(group_size, -1), count(*), sum(elements), sum(bytes) "
+                "FROM collectives WHERE bytes IS NOT NULL GROUP BY 1, 2, 3, 4, 5, 6 ORDER BY 1, 9 DESC, 2");
+    while (q.next()) {
+      ProfileCollectiveMessages m;
+      read_columns(q, 0, m.process_id, m.collective, m.dtype, m.process_group, m.process_group_desc, m.group_size,
+                   m.count, m.elements, m.bytes);
+      out.push_back(std::move(m));
+    }
+  } catch (const sqlite::SqliteError& e) {
+    impl_->fail(e);
+  }
+  return out;
+}
+
 sqlite3* ProfileReader::handle() const { return impl_->db->handle(); }
 sqlite::Database& ProfileReader::database() const { return *impl_->db; }
 

@@ -106,6 +106,15 @@ struct ProfileRankGroup {
   std::int64_t time_ns = 0;
 };
 
+// The collectives of one process that the trace described (collectives with a message size), grouped by
+// collective, dtype and process group: how many and how many bytes.
+struct ProfileCollectiveMessages {
+  std::int64_t process_id = 0;
+  std::string collective, dtype, process_group, process_group_desc;
+  std::int64_t group_size = -1;  // NULL reads as -1
+  std::int64_t count = 0, elements = 0, bytes = 0;
+};
+
 class ProfileReader {
  public:
   // Throws InputError when the file is missing, is not an SQLite database, is not an opprof profile,
@@ -158,6 +167,8 @@ class ProfileReader {
   std::vector<ProfileProcess> processes() const;
   // rank_groups of one kind (operator | module), by key then process.
   std::vector<ProfileRankGroup> rank_groups(std::string_view group_kind) const;
+  // The collectives whose message size the trace gave, grouped per process; empty before schema version 4.
+  std::vector<ProfileCollectiveMessages> collective_messages() const;
 
   // The open connection, for queries the typed access does not cover. Read-only.
   sqlite3* handle() const;
