@@ -13,7 +13,7 @@ CMAKE_GEN  := -G Ninja
 DEBUG_INFO := -g1
 DEMO       := tests/fixtures/gpt2_compiled
 
-.PHONY: all deps build build-asan build-fuzz demo test test-cpp test-asan test-fuzz fuzz-smoke test-python fuzz bench clean
+.PHONY: all deps build build-asan build-fuzz demo test test-cpp test-asan test-fuzz fuzz-smoke test-python fuzz fuzz-carry bench clean
 
 all: build
 
@@ -71,6 +71,16 @@ fuzz-smoke:
 # Long runs, one target after another (FUZZ_TARGETS to pick some), growing the kept corpora.
 fuzz: build build-fuzz
 	nice -n 19 tests/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SECONDS) $(BUILD)/opprof $(FUZZ_TARGETS)
+
+# The fuzz targets and their corpus packed for another machine (scripts/gpu/fuzz.sh, carried as
+# build-fuzz/carry): the binaries without debug info, the corpora and seeds.
+fuzz-carry: build-fuzz
+	rm -rf $(BUILD_FUZZ)/carry && mkdir -p $(BUILD_FUZZ)/carry/bin
+	for f in $(BUILD_FUZZ)/tests/fuzz/fuzz_*; do [ -x "$$f" ] && strip --strip-debug -o $(BUILD_FUZZ)/carry/bin/$$(basename $$f) $$f; done
+	tar -czf $(BUILD_FUZZ)/carry/bin.tgz -C $(BUILD_FUZZ)/carry bin && rm -rf $(BUILD_FUZZ)/carry/bin
+	tests/fuzz/seed_corpus.sh $(BUILD_FUZZ)/seeds $(BUILD)/opprof
+	# A fuzzer running meanwhile adds files: tar says so with status 1, and the archive is still whole.
+	tar -czf $(BUILD_FUZZ)/carry/corpus.tgz -C $(BUILD_FUZZ) corpus seeds || [ $$? -eq 1 ]
 
 # The HTML report's Chromium test runs, not skips (scripts/install_deps.sh installs chromium); set
 # OPPROF_REQUIRE_CHROMIUM=0 to let it skip on a machine without a browser.

@@ -5,6 +5,8 @@
 # sanitizer report, a timeout or an out-of-memory fails the run; the input is kept in BUILD/crashes/.
 # Executions per target are appended to BUILD/executions.tsv (docs/fuzzing.md).
 # Usage: run.sh BUILD SECONDS [OPPROF] [TARGET...]   (OPPROF: an opprof executable for the profile seed)
+# FUZZ_PROCESSES=N runs N fuzzer processes of each target at once (one corpus; their executions summed);
+# FUZZ_KEEP_SEEDS=1 uses BUILD/seeds as it is (a machine without the fixtures' tools: sqlite3).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$1"
@@ -25,7 +27,8 @@ declare -A max_len=([fuzz_kineto]=65536 [fuzz_ncu_csv]=65536 [fuzz_tracer_log]=3
                     [fuzz_metric_set]=16384 [fuzz_inductor_provenance]=32768 [fuzz_inductor_output_code]=32768
                     [fuzz_fx_modules]=16384 [fuzz_profile_reader]=131072 [fuzz_communication_args]=4096)
 
-"$here/seed_corpus.sh" "$build/seeds" "$opprof"
+[ -n "${FUZZ_KEEP_SEEDS:-}" ] || "$here/seed_corpus.sh" "$build/seeds" "$opprof"
+processes="${FUZZ_PROCESSES:-1}"
 mkdir -p "$build/crashes" "$build/logs"
 status=0
 for t in "${targets[@]}"; do
@@ -45,15 +48,22 @@ for t in "${targets[@]}"; do
     fi
   fi
   log="$build/logs/$t.log"
-  if "$bin" "${opts[@]}" -max_total_time="$seconds" "$build/corpus/$t" "$build/seeds/$t" > "$log" 2>&1; then
-    result=ok
-  else
-    result=FAILED
-    status=1
-  fi
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
-  printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "${execs:-0}" "$result" >> "$build/executions.tsv"
-  echo "fuzz: $t: ${execs:-0} executions in ${seconds} s: $result"
+  pids=()
+  for ((i = 1; i <= processes; i++)); do
+    "$bin" "${opts[@]}" -max_total_time="$seconds" "$build/corpus/$t" "$build/seeds/$t" > "$log.$i" 2>&1 &
+    pids+=($!)
+  done
+  result=ok
+  for p in "${pids[@]}"; do wait "$p" || result=FAILED; done
+  [ "$result" = ok ] || status=1
+  execs=0
+  for ((i = 1; i <= processes; i++)); do
+    n="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.$i" | tail -n 1)"
+    execs=$((execs + ${n:-0}))
+  done
+  cat "$log".* > "$log" && rm -f "$log".*
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$((seconds * processes))" "$execs" "$result" >> "$build/executions.tsv"
+  echo "fuzz: $t: $execs executions in ${seconds} s x $processes processes: $result"
   if [ "$result" != ok ]; then
     grep -m 1 -E "ERROR: |SUMMARY: |runtime error|terminate called|deadly signal" "$log" >&2 || true
     echo "fuzz: log $log; input in $build/crashes/" >&2
