@@ -323,6 +323,32 @@ TEST_F(KinetoReaderTest, CollectivesKeepTheirTensorsAndTheProcessGroups) {
   EXPECT_EQ(c10d_all_reduce, 2u);
 }
 
+// record_param_comms as ProcessGroupNCCL records it (torch.profiler writes its arguments after the External
+// id): the message, its dtype and the collective's own process group. Arguments of other operators with the
+// same keys are not read.
+TEST_F(KinetoReaderTest, RecordParamCommsGivesTheMessageAndProcessGroup) {
+  const std::string trace = R"({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 7, "ts": 10.0, "dur": 5.0,
+   "args": {"External id": 3, "Record function id": 0, "Ev Idx": 2, "Rank": 0, "Collective name": "allreduce",
+            "In msg nelems": 2361600, "Out msg nelems": 2361600, "Group size": 2, "dtype": "BFloat16",
+            "In split size": "[]", "Out split size": "[]", "Global rank start": 0, "Global rank stride": 1,
+            "Process Group Name": "3", "Process Group Description": "data_parallel", "Process Group Ranks": "[0, 1]"}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 20.0, "dur": 5.0,
+   "args": {"External id": 4, "Input Dims": [[2, 2], [2, 2]], "Input type": ["float", "float"], "dtype": "Float"}}
+]})";
+  const Timeline tl = read_kineto_trace(write("nccl.json", trace));
+  ASSERT_EQ(tl.communication_args.size(), 1u);
+  const CommunicationArgs& c = tl.communication_args[0];
+  EXPECT_EQ(tl.str(tl.ranges.text[c.range]), "record_param_comms");
+  EXPECT_EQ(c.elements, 2361600);
+  EXPECT_EQ(c.bytes, 2 * 2361600);
+  EXPECT_EQ(tl.str(c.dtype), "BFloat16");
+  EXPECT_EQ(tl.str(c.process_group), "3");
+  EXPECT_EQ(tl.str(c.process_group_desc), "data_parallel");
+  EXPECT_EQ(c.group_size, 2);
+  EXPECT_TRUE(tl.process_groups.empty());  // no distributedInfo
+}
+
 TEST_F(KinetoReaderTest, TinyChunksGiveTheSameTimeline) {
   const std::string path = kFixtures + "gpt2_eager.kineto.json";
   Timeline whole = read_kineto_trace(path);
