@@ -150,7 +150,7 @@ TEST(GoldenMultiproc, CollectivesCarryTheirTensorsBytesAndProcessGroup) {
     const std::size_t process = r.job.figures.ranks[q].process;
     std::int64_t all_reduce_bytes = 0, copy_bytes = 0;
     std::vector<std::int64_t> elements;
-    std::size_t c10d = 0;
+    std::size_t c10d = 0, copies_in_described = 0;
     for (const Collective& c : r.job.figures.collectives) {
       if (c.process != process) continue;
       // The process had one process group: every collective is in it, named by the mark or by being the only one.
@@ -171,8 +171,19 @@ TEST(GoldenMultiproc, CollectivesCarryTheirTensorsBytesAndProcessGroup) {
         EXPECT_EQ(tl.kernels.kind[c.kernel_id], ActivityKind::kMemcpy);
         EXPECT_EQ(c.bytes, -1);  // a copy's own size is kernels.bytes
         copy_bytes += static_cast<std::int64_t>(tl.kernels.bytes[c.kernel_id]);
+        if (c.range_id == kNoIndex) continue;
+        // Launched inside a gloo:all_reduce (gloo's copy of the bucket to the host): range_id names it, and the
+        // copy moves exactly the tensors the mark described.
+        ++copies_in_described;
+        EXPECT_EQ(tl.str(tl.ranges.text[c.range_id]), "gloo:all_reduce");
+        for (const Collective& owner : r.job.figures.collectives) {
+          if (owner.source == "cpu_range" && owner.range_id == c.range_id) {
+            EXPECT_EQ(owner.bytes, static_cast<std::int64_t>(tl.kernels.bytes[c.kernel_id]));
+          }
+        }
       }
     }
+    EXPECT_EQ(copies_in_described, 2u) << "rank " << q;
     std::sort(elements.begin(), elements.end());
     EXPECT_EQ(elements, (std::vector<std::int64_t>{2'361'600, 44'111'616})) << "rank " << q;
     EXPECT_EQ(c10d, 2u);

@@ -31,6 +31,22 @@ std::string group_key(const Timeline& tl, StrId key, bool module) {
   return std::string(tl.str(key));
 }
 
+// The collective range with arguments (CommunicationArgs) around an operator range, on its thread: the
+// gloo:all_reduce around the aten::copy_ that launched a copy, or the record_param_comms that is itself the
+// operator of an NCCL kernel. kNoIndex when there is none.
+std::uint32_t enclosing_described_collective(const Timeline& tl, std::uint32_t op_range) {
+  if (op_range == kNoIndex) return kNoIndex;
+  const RangeTable& r = tl.ranges;
+  std::uint32_t best = kNoIndex;
+  for (const CommunicationArgs& a : tl.communication_args) {
+    const std::uint32_t c = a.range;
+    if (r.scope[c] != RangeScope::kThread || r.pid[c] != r.pid[op_range] || r.owner[c] != r.owner[op_range]) continue;
+    if (r.start_ns[c] > r.start_ns[op_range] || r.end_ns[c] < r.end_ns[op_range]) continue;
+    if (best == kNoIndex || r.start_ns[c] > r.start_ns[best]) best = c;  // the innermost
+  }
+  return best;
+}
+
 // Fills each collective's arguments from the trace (its range's CommunicationArgs) and, where it names no
 // process group, the process's own when it had exactly one.
 void describe_collectives(const Timeline& tl, const std::vector<JobProcess>& processes, std::vector<Collective>& cs) {
@@ -42,9 +58,11 @@ void describe_collectives(const Timeline& tl, const std::vector<JobProcess>& pro
       auto it = std::lower_bound(args.begin(), args.end(), c.range_id,
                                  [](const CommunicationArgs& a, std::uint32_t r) { return a.range < r; });
       if (it != args.end() && it->range == c.range_id) {
-        c.elements = it->elements;
-        c.bytes = it->bytes;
-        c.dtype = tl.str(it->dtype);
+        if (c.source == "cpu_range") {  // a kernel's message is its collective's row: not counted twice
+          c.elements = it->elements;
+          c.bytes = it->bytes;
+          c.dtype = tl.str(it->dtype);
+        }
         c.process_group = tl.str(it->process_group);
         c.process_group_desc = tl.str(it->process_group_desc);
         c.group_size = it->group_size;
@@ -111,6 +129,7 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
       w.communication.emplace_back(s, e);
       Collective c{.process = f.process, .source = "kernel", .collective = collective_of_kernel(tl.str(k.name[i]))};
       c.kernel_id = static_cast<std::uint32_t>(i);
+      c.range_id = enclosing_described_collective(tl, attr.op_range[i]);
       c.start_ns = s;
       c.end_ns = e;
       out.collectives.push_back(std::move(c));

@@ -46,11 +46,13 @@ struct Collective {  // one communication activity or CPU range
   std::string source;      // kernel (an NCCL kernel or a copy inside a collective) | cpu_range
   std::string collective;  // allreduce, AllReduce, all_reduce, ... ("" when only the phase is known)
   std::uint32_t kernel_id = kNoIndex;  // the activity (source kernel)
-  std::uint32_t range_id = kNoIndex;   // the enclosing collective range, when known
+  // cpu_range: the range itself; kernel: the collective range it was launched in, when the trace described
+  // one around its operator (a gloo:all_reduce around gloo's copies, an NCCL kernel's record_param_comms).
+  std::uint32_t range_id = kNoIndex;
   std::int64_t start_ns = 0, end_ns = 0;
-  // What the trace says about it (a cpu_range's CommunicationArgs): its input tensors' elements and bytes
-  // (-1 unknown), their dtype, and its process group. The group is also the process's only one when the
-  // collective names none.
+  // What the trace says about it (a cpu_range's CommunicationArgs; a kernel's are its range_id's row): its
+  // input tensors' elements and bytes (-1 unknown), their dtype, and its process group. The group is also
+  // the process's only one when the collective names none.
   std::int64_t elements = -1, bytes = -1;
   std::string dtype{};
   std::string process_group{}, process_group_desc{};
