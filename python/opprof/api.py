@@ -28,6 +28,7 @@ from opprof.engine import run_engine
 # The profile schema this reader knows (data/profile_schema.sql, PRAGMA user_version) and the file's
 # application_id, "oppf": the contract's, which the engine writes.
 SCHEMA_VERSION = contract.PROFILE_SCHEMA_VERSION
+OLDEST_READABLE_SCHEMA_VERSION = contract.PROFILE_OLDEST_READABLE_SCHEMA_VERSION
 APPLICATION_ID = contract.PROFILE_APPLICATION_ID
 
 # The frames of a profile: name -> (table, group_kind of its group_metrics or None).
@@ -59,9 +60,10 @@ class Profile(Mapping):
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if application_id != APPLICATION_ID:
             raise ValueError(f"{self.path}: not an opprof profile (application_id {application_id:#x})")
-        if version != SCHEMA_VERSION:
+        if not OLDEST_READABLE_SCHEMA_VERSION <= version <= SCHEMA_VERSION:
             raise ValueError(
-                f"{self.path}: profile has schema version {version}; this opprof reads schema version {SCHEMA_VERSION}"
+                f"{self.path}: profile has schema version {version}; this opprof reads schema version {SCHEMA_VERSION} "
+                f"(and older ones down to {OLDEST_READABLE_SCHEMA_VERSION})"
             )
         self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self._frames: dict[str, Any] = {}

@@ -24,8 +24,8 @@ namespace opprof {
 inline constexpr int kProfileSchemaVersion = OPPROF_PROFILE_SCHEMA_VERSION;
 // The oldest version the reader reads: version 3 added the rank of every row, the processes of a
 // multi-process job with their per-rank tables, and the communication phase; an older profile is refused
-// with its version (attribute it again).
-inline constexpr int kOldestReadableSchemaVersion = 3;
+// with its version (attribute it again). Version 4 added the collectives' arguments, NULL in a version 3.
+inline constexpr int kOldestReadableSchemaVersion = OPPROF_PROFILE_OLDEST_READABLE_SCHEMA_VERSION;
 // PRAGMA application_id of every profile: "oppf". The reader refuses SQLite files without it.
 inline constexpr std::int64_t kProfileApplicationId = OPPROF_PROFILE_APPLICATION_ID;
 
