@@ -346,6 +346,7 @@ TEST_F(KinetoReaderTest, RecordParamCommsGivesTheMessageAndProcessGroup) {
   EXPECT_EQ(tl.str(c.process_group), "3");
   EXPECT_EQ(tl.str(c.process_group_desc), "data_parallel");
   EXPECT_EQ(c.group_size, 2);
+  EXPECT_EQ(tl.str(c.collective), "allreduce");
   EXPECT_TRUE(tl.process_groups.empty());  // no distributedInfo
 }
 

@@ -768,6 +768,7 @@ TEST(TracerLog, CommunicationMarksDescribeTheirRangeAndTheProcessGroups) {
   EXPECT_EQ(c.bytes, 16640);
   EXPECT_EQ(tl.str(c.dtype), "Float");
   EXPECT_EQ(c.process_group, kNoString);
+  EXPECT_EQ(c.collective, kNoString);  // a gloo:* range names its collective itself
   ASSERT_EQ(tl.process_groups.size(), 1u);
   EXPECT_EQ(tl.process_groups[0].pid, 4242u);
   EXPECT_EQ(tl.str(tl.process_groups[0].name), "0");

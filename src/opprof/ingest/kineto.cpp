@@ -705,8 +705,7 @@ bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
         ev.args.communication = (seen & kName) != 0 && ev.has_cat &&
                                 (ev.cls == EventClass::kCpuOp || ev.cls == EventClass::kUserAnnotation) &&
                                 is_communication_range(ev.name);
-        if (ev.args.communication) {
-        } else if (ev.has_cat) {
+        if (!ev.args.communication && ev.has_cat) {
           switch (ev.cls) {
             case EventClass::kCpuOp: needed = ArgsNeeded::kUpToAutogradLink; break;
             case EventClass::kUserAnnotation: needed = ArgsNeeded::kUpToExternalId; break;
@@ -1543,6 +1542,7 @@ void KinetoReader::add_communication_args(const EventArgs& a, std::uint32_t row)
   if (!a.process_group.empty()) c.process_group = intern(a.process_group);
   if (!a.process_group_desc.empty()) c.process_group_desc = intern(a.process_group_desc);
   if (a.group_size >= 0) c.group_size = static_cast<std::int32_t>(std::min<std::int64_t>(a.group_size, INT32_MAX));
+  if (!a.collective.empty()) c.collective = intern(a.collective);
   if (c.elements < 0 && c.dtype == kNoString && c.process_group == kNoString && c.group_size < 0) return;  // nothing said
   tl_.communication_args.push_back(c);
 }

@@ -679,7 +679,8 @@ class Builder {
       tl_.communication_args.push_back(CommunicationArgs{range, m->elements, m->bytes, intern_or_none(m->dtype),
                                                          intern_or_none(m->process_group),
                                                          intern_or_none(m->process_group_desc),
-                                                         static_cast<std::int32_t>(std::min<std::int64_t>(m->group_size, INT32_MAX))});
+                                                         static_cast<std::int32_t>(std::min<std::int64_t>(m->group_size, INT32_MAX)),
+                                                         intern_or_none(m->collective)});
     } else if (starts_with(t, kProcessGroupMarkPrefix)) {
       auto m = parse_process_group_mark(t);
       if (!m) {

@@ -62,6 +62,7 @@ void describe_collectives(const Timeline& tl, const std::vector<JobProcess>& pro
           c.elements = it->elements;
           c.bytes = it->bytes;
           c.dtype = tl.str(it->dtype);
+          if (it->collective != kNoString) c.collective = tl.str(it->collective);  // record_param_comms's own
         }
         c.process_group = tl.str(it->process_group);
         c.process_group_desc = tl.str(it->process_group_desc);

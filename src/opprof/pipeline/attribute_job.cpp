@@ -124,6 +124,7 @@ std::vector<StrId> append_timeline(Timeline& out, const Timeline& in, std::uint3
     c.dtype = remap[c.dtype];
     c.process_group = remap[c.process_group];
     c.process_group_desc = remap[c.process_group_desc];
+    c.collective = remap[c.collective];
     out.communication_args.push_back(c);
   }
   for (ProcessGroup g : in.process_groups) {

@@ -172,6 +172,7 @@ struct CommunicationArgs {
   StrId process_group = kNoString;       // the process group's name ("0"), when the source gives it
   StrId process_group_desc = kNoString;  // its description ("default_pg")
   std::int32_t group_size = -1;          // ranks in the group; -1 unknown
+  StrId collective = kNoString;          // record_param_comms's collective ("allreduce"), which its name does not say
 };
 
 // A process group a process had when it was captured (torch.profiler's distributedInfo.pg_config, or
