@@ -159,3 +159,30 @@ def test_capture_with_tracer_backend_needs_the_injected_library(tmp_path, monkey
                           EXAMPLES_DIR / "mlp.py", "--device", "cpu"])
     assert result.returncode == 2
     assert "CUDA_INJECTION64_PATH" in result.stderr
+
+
+def test_tracer_window_marks_the_process_groups_at_its_start(tmp_path):
+    """Under torch.distributed, the window's start marks each process group (contract.PROCESS_GROUP_MARK and
+    torch.profiler's pg_config entry as JSON), before the operator ranges begin; outside a job it marks none."""
+    import json
+
+    import torch.distributed as dist
+
+    from opprof import contract
+    from opprof.window import process_group_marks
+
+    assert process_group_marks() == []
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        calls = []
+        backend = TracerBackend(cudart=lambda: FakeCudart(calls), check_error=lambda result: None,
+                                emit_factory=lambda: FakeEmitNvtx(calls), mark=lambda text: calls.append(text))
+        backend.start()
+        backend.stop()
+    finally:
+        dist.destroy_process_group()
+    marks = [c for c in calls if c.startswith(contract.PROCESS_GROUP_MARK)]
+    assert len(marks) == 1
+    group = json.loads(marks[0][len(contract.PROCESS_GROUP_MARK):])
+    assert group["pg_name"] == "0" and group["pg_size"] == 1 and group["ranks"] == [0]
+    assert calls.index(marks[0]) < calls.index("emit_nvtx enter")
