@@ -1,9 +1,31 @@
 #include "opprof/ingest/python_lines.hpp"
 
+#include <algorithm>
+
 #include "opprof/util/text.hpp"
 
 namespace opprof {
 namespace {
+
+// The characters a scanning loop must stop at; it copies or skips the runs between them in one step.
+class CharClass {
+ public:
+  explicit constexpr CharClass(std::string_view members) {
+    for (char c : members) member_[static_cast<unsigned char>(c)] = true;
+  }
+  // The first position at or after `pos` that holds a member, or src.size().
+  std::size_t skip(std::string_view src, std::size_t pos) const {
+    while (pos < src.size() && !member_[static_cast<unsigned char>(src[pos])]) ++pos;
+    return pos;
+  }
+
+ private:
+  bool member_[256] = {};
+};
+
+constexpr CharClass kInStatement{std::string_view("\n\r\\#'\"()[]{};")};
+constexpr CharClass kInSingleQuotes{std::string_view("\n\\'")};
+constexpr CharClass kInDoubleQuotes{std::string_view("\n\\\"")};
 
 class Scanner {
  public:
@@ -20,7 +42,7 @@ class Scanner {
 
   // Moves past the '\n' that ends the current physical line (or to the end of the source).
   void next_physical_line() {
-    while (!at_end() && src_[pos_] != '\n') ++pos_;
+    pos_ = std::min(src_.find('\n', pos_), src_.size());
     if (!at_end()) {
       ++pos_;
       ++line_;
@@ -61,8 +83,11 @@ class Scanner {
   void skip_string() {
     const char quote = peek();
     const bool triple = peek(1) == quote && peek(2) == quote;
+    const CharClass& special = quote == '"' ? kInDoubleQuotes : kInSingleQuotes;
     pos_ += triple ? 3 : 1;
     while (!at_end()) {
+      pos_ = special.skip(src_, pos_);  // a kernel's source, inside a triple-quoted string, is most of the file
+      if (at_end()) break;
       char c = src_[pos_];
       if (c == '\\') {
         if (peek(1) == '\r' && peek(2) == '\n') {
@@ -80,7 +105,7 @@ class Scanner {
         ++pos_;
         continue;
       }
-      if (c == quote && (!triple || (peek(1) == quote && peek(2) == quote))) {
+      if (!triple || (peek(1) == quote && peek(2) == quote)) {  // c is the quote
         pos_ += triple ? 3 : 1;
         return;
       }
@@ -94,6 +119,10 @@ class Scanner {
     std::uint32_t segment_line = line_;
     int depth = 0;
     while (!at_end()) {
+      const std::size_t plain = kInStatement.skip(src_, pos_);
+      code.append(src_.substr(pos_, plain - pos_));
+      pos_ = plain;
+      if (at_end()) break;
       char c = src_[pos_];
       if (c == '\n') {
         if (depth > 0) {  // implicit line joining inside brackets
@@ -111,7 +140,7 @@ class Scanner {
         continue;
       }
       if (c == '#') {  // a trailing comment: skip to the line's end, which the loop then handles
-        while (!at_end() && src_[pos_] != '\n') ++pos_;
+        pos_ = std::min(src_.find('\n', pos_), src_.size());
         continue;
       }
       if (c == '\'' || c == '"') {
