@@ -72,7 +72,8 @@ Command add_diff_command(CLI::App& app) {
       ->option_text("PCT");
   cmd->footer(
       "Speedup is base time / new time (above 1: faster). Operators, module paths (inclusive time) and kernel\n"
-      "families are joined by name; a family in one profile only is listed as added or removed.\n"
+      "families are joined by name; a family in one profile only is listed as added or removed. Two\n"
+      "multi-process jobs are also compared rank by rank (ranks joined by number).\n"
       "Exit status: 0 done, 1 slower than --fail-if-slower allows, 2 bad input.");
   return {cmd, [o](const std::vector<std::string>&) { return run_diff(*o); }};
 }

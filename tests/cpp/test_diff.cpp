@@ -9,10 +9,12 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 
 #include "opprof/pipeline/attribute.hpp"
+#include "opprof/pipeline/attribute_job.hpp"
 #include "opprof/report/diff_report.hpp"
 #include "opprof/report/text_layout.hpp"
 #include "opprof/report/units.hpp"
@@ -272,4 +274,118 @@ TEST_F(Gpt2Profiles, CompareKeepsItsOldNameWithANote) {
   const Result renamed = run_cli("compare-attribution " + eager() + " " + eager());
   EXPECT_EQ(renamed.status, 0);
   EXPECT_NE(renamed.out.find("opprof compare-attribution: kernels aligned"), std::string::npos) << renamed.out;
+}
+
+namespace {
+
+// The profile of a committed job capture (tests/fixtures/multiproc/README.md).
+std::string attribute_job_fixture(const TempDir& dir, const std::string& job_dir, const std::string& name) {
+  JobRequest request;
+  request.dir = job_dir;
+  request.request.output = dir.file(name);
+  (void)attribute_job(request);
+  return request.request.output;
+}
+
+std::int64_t rank_sql(const std::string& db, const std::string& what, int rank) {
+  return sql_int(db, what + " AND rank = " + std::to_string(rank));
+}
+
+}  // namespace
+
+// Two jobs (the 12-block and the 1-block GPT-2 DDP steps over gloo, two ranks each) compared rank by rank: each
+// rank's figures and each operator's time on each rank are the databases' own rank_summary and rank_groups.
+TEST(DiffJobs, TwoJobsAreComparedRankByRank) {
+  TempDir dir;
+  const std::string base = attribute_job_fixture(dir, fixture("multiproc/gpt2"), "gpt2.db");
+  const std::string next = attribute_job_fixture(dir, fixture("multiproc/gpt2_l1_comm"), "l1.db");
+  const ProfileDiff d = diff_profiles(ProfileReader(base), ProfileReader(next));
+  EXPECT_TRUE(d.warnings.empty()) << d.warnings.front();
+  ASSERT_EQ(d.ranks.size(), 2u);  // torchrun's idle process is no rank
+  for (int rank = 0; rank < 2; ++rank) {
+    const RankDiff& r = d.ranks[rank];
+    EXPECT_EQ(r.label, "rank " + std::to_string(rank));
+    EXPECT_TRUE(r.in_base && r.in_new);
+    EXPECT_EQ(r.base_status, "ok");
+    EXPECT_EQ(r.base.kernel_time_ns, rank_sql(base, "SELECT kernel_time_ns FROM rank_summary WHERE 1", rank));
+    EXPECT_EQ(r.next.kernel_time_ns, rank_sql(next, "SELECT kernel_time_ns FROM rank_summary WHERE 1", rank));
+    EXPECT_EQ(r.base.communication_ns, rank_sql(base, "SELECT communication_ns FROM rank_summary WHERE 1", rank));
+    EXPECT_EQ(r.next.cpu_communication_ns, rank_sql(next, "SELECT cpu_communication_ns FROM rank_summary WHERE 1", rank));
+    EXPECT_DOUBLE_EQ(r.speedup(), double(r.base.kernel_time_ns) / double(r.next.kernel_time_ns));
+    // The rank's operator rows hold all of its operators' time on either side.
+    std::int64_t base_ns = 0, new_ns = 0;
+    for (const RankOperatorDiff& o : d.rank_operators) {
+      if (o.rank != r.label) continue;
+      base_ns += o.row.base_ns;
+      new_ns += o.row.new_ns;
+    }
+    const std::string operators = "SELECT SUM(time_ns) FROM rank_groups WHERE group_kind = 'operator'";
+    EXPECT_EQ(base_ns, rank_sql(base, operators, rank));
+    EXPECT_EQ(new_ns, rank_sql(next, operators, rank));
+  }
+  // AdamW's division differs most between the 12-block job's ranks; each rank's row is its own.
+  for (const RankOperatorDiff& o : d.rank_operators) {
+    if (o.row.key != "aten::_foreach_div_") continue;
+    const int rank = o.rank == "rank 0" ? 0 : 1;
+    EXPECT_EQ(o.row.base_ns,
+              rank_sql(base, "SELECT time_ns FROM rank_groups WHERE key = 'aten::_foreach_div_' AND group_kind = 'operator'", rank));
+  }
+  for (std::size_t i = 1; i < d.rank_operators.size(); ++i) {
+    const DiffRow &a = d.rank_operators[i - 1].row, &b = d.rank_operators[i].row;
+    EXPECT_GE(std::llabs(a.new_ns - a.base_ns), std::llabs(b.new_ns - b.base_ns));
+  }
+
+  DiffTextOptions wide;
+  wide.width = 160;
+  const std::string text = render_diff_text(d, wide);
+  EXPECT_NE(text.find("Ranks (2): kernel time"), std::string::npos) << text;
+  EXPECT_NE(text.find("Operators per rank whose time changed most"), std::string::npos) << text;
+  EXPECT_NE(text.find(format_duration_ns(d.ranks[1].base.kernel_time_ns)), std::string::npos) << text;
+
+  const Result cli = run_cli("diff --json " + base + " " + next);
+  ASSERT_EQ(cli.status, 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.parse(cli.out);
+  simdjson::dom::array ranks = doc["ranks"].get_array();
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(std::string_view(ranks.at(1)["rank"].get_string()), "rank 1");
+  EXPECT_EQ(std::int64_t(ranks.at(1)["base"]["kernel_time_ns"].get_int64()), d.ranks[1].base.kernel_time_ns);
+  EXPECT_EQ(doc["rank_operators"].get_array().size(), d.rank_operators.size());
+}
+
+// A job against a job with a rank fewer, and against a single-process profile: what does not compare is said.
+TEST(DiffJobs, MissingRanksAndASingleProcessAreWarnedAbout) {
+  TempDir dir;
+  const std::string two = attribute_job_fixture(dir, fixture("multiproc/gpt2_l1_comm"), "two.db");
+  const std::filesystem::path one_rank = dir.file("one_rank");
+  std::filesystem::create_directories(one_rank);
+  std::filesystem::copy(fixture("multiproc/gpt2_l1_comm/rank0"), one_rank / "rank0");
+  const std::string one = attribute_job_fixture(dir, one_rank.string(), "one.db");
+  const ProfileDiff d = diff_profiles(ProfileReader(two), ProfileReader(one));
+  // The capture records say the world had 2 ranks: rank 1 is there, missing its log.
+  ASSERT_EQ(d.ranks.size(), 2u);
+  EXPECT_TRUE(d.ranks[1].in_base && d.ranks[1].in_new);
+  EXPECT_EQ(d.ranks[1].new_status, "missing");
+  EXPECT_EQ(d.ranks[1].next.kernel_time_ns, 0);
+  EXPECT_TRUE(std::isnan(d.ranks[1].speedup()));
+  EXPECT_EQ(d.ranks[0].base.kernel_time_ns, d.ranks[0].next.kernel_time_ns);  // the same log
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0], "Some ranks' captures differ in state (rank 1 ok -> missing): their times compare only "
+                           "as far as both were attributed.");
+  DiffTextOptions wide;
+  wide.width = 160;
+  EXPECT_NE(render_diff_text(d, wide).find("ok→missing"), std::string::npos) << render_diff_text(d, wide);
+  // Reversed, and with rank 1's folder gone from the records too: a rank of one side only.
+  const ProfileDiff reversed = diff_profiles(ProfileReader(one), ProfileReader(two));
+  EXPECT_EQ(reversed.ranks[1].base_status, "missing");
+
+  AttributeRequest single;
+  single.trace = fixture("kineto/mlp_compiled.kineto.json");
+  single.output = dir.file("single.db");
+  attribute_capture(single);
+  const ProfileDiff s = diff_profiles(ProfileReader(single.output), ProfileReader(two));
+  EXPECT_TRUE(s.ranks.empty());
+  EXPECT_TRUE(s.rank_operators.empty());
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_EQ(s.warnings.back(), "Only the new profile is a multi-process job: ranks are not compared.");
 }

@@ -109,13 +109,107 @@ void counters(Page& page, const ProfileDiff& d) {
   }
 }
 
-void row_json(JsonWriter& j, const DiffRow& r) {
-  j.begin_object();
+// "23.7 ms→22.1 ms", or one side's time with "-" for the side without the rank.
+std::string times_cell(const RankDiff& r, std::int64_t RankFigures::*figure) {
+  return fmt::format("{}→{}", r.in_base ? format_duration_ns(r.base.*figure) : "-",
+                     r.in_new ? format_duration_ns(r.next.*figure) : "-");
+}
+
+void ranks(Page& page, const ProfileDiff& d, std::size_t top) {
+  if (d.ranks.empty()) return;
+  page.blank();
+  page.title(fmt::format("Ranks ({}): kernel time, communication on the GPU and the CPU, base -> new", d.ranks.size()));
+  std::vector<std::string> names;
+  for (const RankDiff& r : d.ranks) names.push_back(r.label);
+  const std::vector<Column> columns = fit_columns(
+      page.width(), "rank", longest_name(names),
+      {{"base", 8}, {"new", 8}, {"speedup", 7}, {"GPU comm", 19}, {"exposed", 19}, {"CPU comm", 19}, {"status", 12, false, 2}},
+      3);
+  page.raw(table_header(columns, page.style()));
+  for (const RankDiff& r : d.ranks) {
+    const std::string status = r.base_status == r.new_status
+                                   ? r.base_status
+                                   : fmt::format("{}→{}", r.in_base ? r.base_status : "-", r.in_new ? r.new_status : "-");
+    std::string change = "-";
+    if (!r.in_base) change = "added";
+    else if (!r.in_new) change = "removed";
+    else if (std::isfinite(r.speedup())) change = format_speedup(r.speedup());
+    page.raw(table_row(columns,
+                       {r.label, time_cell(r.in_base, r.base.kernel_time_ns), time_cell(r.in_new, r.next.kernel_time_ns),
+                        change, times_cell(r, &RankFigures::communication_ns),
+                        times_cell(r, &RankFigures::exposed_communication_ns),
+                        times_cell(r, &RankFigures::cpu_communication_ns), status},
+                       page.style(), 3));
+  }
+  std::vector<RankOperatorDiff> rows;
+  for (const RankOperatorDiff& r : d.rank_operators)
+    if (r.row.base_ns != r.row.new_ns) rows.push_back(r);
+  const std::size_t total = rows.size();
+  if (top > 0 && rows.size() > top) rows.resize(top);
+  page.blank();
+  page.title(fmt::format("Operators per rank whose time changed most ({} of {})", rows.size(), total));
+  if (rows.empty()) return;
+  names.clear();
+  for (const RankOperatorDiff& r : rows) names.push_back(r.rank + "  " + r.row.key);
+  const std::vector<Column> op_columns = fit_columns(page.width(), "rank  operator", longest_name(names),
+                                                     {{"base", 8}, {"new", 8}, {"speedup", 7}, {"kernels", 9}}, 3);
+  names = shorten_distinct(names, op_columns[0].width);
+  page.raw(table_header(op_columns, page.style()));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const DiffRow& r = rows[i].row;
+    page.raw(table_row(op_columns,
+                       {names[i], time_cell(r.in_base, r.base_ns), time_cell(r.in_new, r.new_ns), change_cell(r),
+                        fmt::format("{}→{}", r.base_kernels, r.new_kernels)},
+                       page.style(), 3));
+  }
+}
+
+void row_fields(JsonWriter& j, const DiffRow& r) {
   j.fields({{"name", r.key}, {"in_base", r.in_base}, {"in_new", r.in_new}, {"base_ns", r.base_ns}, {"new_ns", r.new_ns}});
   j.fields({{"base_kernels", r.base_kernels}, {"new_kernels", r.new_kernels}, {"speedup", r.speedup()},
             {"base_bottleneck", JsonValue::or_null(r.base_bottleneck)},
             {"new_bottleneck", JsonValue::or_null(r.new_bottleneck)}});
+}
+
+void row_json(JsonWriter& j, const DiffRow& r) {
+  j.begin_object();
+  row_fields(j, r);
   j.end_object();
+}
+
+void rank_side_json(JsonWriter& j, std::string_view key, bool present, const RankFigures& f) {
+  j.key(key);
+  if (!present) {
+    j.null();
+    return;
+  }
+  j.begin_object();
+  j.fields({{"kernels", f.kernels}, {"kernel_time_ns", f.kernel_time_ns}, {"compute_ns", f.compute_ns},
+            {"communication_ns", f.communication_ns}, {"overlap_ns", f.overlap_ns}});
+  j.fields({{"exposed_communication_ns", f.exposed_communication_ns}, {"cpu_communication_ns", f.cpu_communication_ns},
+            {"span_ns", f.span_ns}});
+  j.end_object();
+}
+
+void ranks_json(JsonWriter& j, const ProfileDiff& d) {
+  j.key("ranks").begin_array();
+  for (const RankDiff& r : d.ranks) {
+    j.begin_object();
+    j.fields({{"rank", r.label}, {"in_base", r.in_base}, {"in_new", r.in_new}, {"speedup", r.speedup()},
+              {"base_status", JsonValue::or_null(r.base_status)}, {"new_status", JsonValue::or_null(r.new_status)}});
+    rank_side_json(j, "base", r.in_base, r.base);
+    rank_side_json(j, "new", r.in_new, r.next);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("rank_operators").begin_array();
+  for (const RankOperatorDiff& r : d.rank_operators) {
+    j.begin_object();
+    j.key("rank").string(r.rank);
+    row_fields(j, r.row);
+    j.end_object();
+  }
+  j.end_array();
 }
 
 void rows_json(JsonWriter& j, std::string_view key, const std::vector<DiffRow>& rows) {
@@ -164,6 +258,7 @@ std::string render_diff_text(const ProfileDiff& d, const DiffTextOptions& o) {
   added_removed(page, d.families, true, o.top);
   added_removed(page, d.families, false, o.top);
   counters(page, d);
+  ranks(page, d, o.top);
   return std::move(page).str();
 }
 
@@ -186,6 +281,7 @@ std::string render_diff_json(const ProfileDiff& d) {
     j.end_object();
   }
   j.end_array();
+  ranks_json(j, d);
   j.end_object();
   return j.str() + "\n";
 }

@@ -140,7 +140,98 @@ std::vector<std::string> comparability_warnings(const DiffSide& a, const DiffSid
   return w;
 }
 
+// The processes of a job that are its ranks: those that ran GPU work or should have (not idle launchers).
+std::vector<const ProfileProcess*> ranks_of(const std::vector<ProfileProcess>& processes) {
+  std::vector<const ProfileProcess*> out;
+  for (const ProfileProcess& p : processes)
+    if (p.status != "idle") out.push_back(&p);
+  return out;
+}
+
+bool all_ranked(const std::vector<const ProfileProcess*>& ranks) {
+  return std::all_of(ranks.begin(), ranks.end(), [](const ProfileProcess* p) { return p->rank != kNoRank; });
+}
+
+void compare_ranks(const ProfileReader& base, const ProfileReader& next, ProfileDiff& d) {
+  const std::vector<ProfileProcess> base_processes = base.processes(), new_processes = next.processes();
+  if (base_processes.empty() && new_processes.empty()) return;
+  if (base_processes.empty() || new_processes.empty()) {
+    d.warnings.push_back(fmt::format("Only the {} profile is a multi-process job: ranks are not compared.",
+                                     base_processes.empty() ? "new" : "base"));
+    return;
+  }
+  const std::vector<const ProfileProcess*> a = ranks_of(base_processes), b = ranks_of(new_processes);
+  const bool by_rank = all_ranked(a) && all_ranked(b);
+  if (!by_rank)
+    d.warnings.push_back("Some processes have no rank: ranks are matched by their position among the processes.");
+  // Slot of each rank, and the slot each process id of either side fills.
+  std::map<std::int64_t, std::size_t> slot_of_key;
+  std::map<std::int64_t, std::size_t> base_slot, new_slot;
+  auto place = [&](const std::vector<const ProfileProcess*>& side, std::map<std::int64_t, std::size_t>& slot_by_id,
+                   bool is_base) {
+    for (std::size_t i = 0; i < side.size(); ++i) {
+      const ProfileProcess& p = *side[i];
+      const std::int64_t key = by_rank ? p.rank : static_cast<std::int64_t>(i);
+      auto [it, added] = slot_of_key.emplace(key, d.ranks.size());
+      if (added) {
+        d.ranks.emplace_back();
+        d.ranks.back().label = by_rank ? fmt::format("rank {}", key) : fmt::format("process {}", key);
+      }
+      RankDiff& r = d.ranks[it->second];
+      (is_base ? r.in_base : r.in_new) = true;
+      (is_base ? r.base_status : r.new_status) = p.status;
+      if (p.has_summary) (is_base ? r.base : r.next) = p.figures;
+      slot_by_id[p.id] = it->second;
+    }
+  };
+  place(a, base_slot, true);
+  place(b, new_slot, false);
+  // In rank order (slot_of_key is ordered by rank or position).
+  std::vector<RankDiff> ordered;
+  std::vector<std::size_t> new_index(d.ranks.size());
+  for (const auto& [key, slot] : slot_of_key) {
+    new_index[slot] = ordered.size();
+    ordered.push_back(std::move(d.ranks[slot]));
+  }
+  d.ranks = std::move(ordered);
+  std::vector<std::string> missing, changed;
+  for (const RankDiff& r : d.ranks) {
+    if (!r.in_base || !r.in_new) missing.push_back(fmt::format("{} only in the {}", r.label, r.in_base ? "base" : "new profile"));
+    else if (r.base_status != r.new_status) changed.push_back(fmt::format("{} {} -> {}", r.label, r.base_status, r.new_status));
+  }
+  if (!missing.empty())
+    d.warnings.push_back(fmt::format("The jobs have different ranks ({}).", join(missing, ", ")));
+  if (!changed.empty())
+    d.warnings.push_back(fmt::format("Some ranks' captures differ in state ({}): their times compare only as far "
+                                     "as both were attributed.", join(changed, ", ")));
+
+  std::map<std::pair<std::size_t, std::string>, DiffRow> rows;
+  auto add = [&](const ProfileReader& p, const std::map<std::int64_t, std::size_t>& slot_by_id, bool is_base) {
+    for (const ProfileRankGroup& g : p.rank_groups("operator")) {
+      auto slot = slot_by_id.find(g.process_id);
+      if (slot == slot_by_id.end()) continue;  // an idle process has no operators
+      DiffRow& r = rows[{new_index[slot->second], g.key}];
+      r.key = g.key;
+      (is_base ? r.in_base : r.in_new) = true;
+      (is_base ? r.base_ns : r.new_ns) += g.time_ns;
+      (is_base ? r.base_kernels : r.new_kernels) += g.kernels;
+    }
+  };
+  add(base, base_slot, true);
+  add(next, new_slot, false);
+  for (auto& [key, row] : rows) d.rank_operators.push_back({d.ranks[key.first].label, std::move(row)});
+  auto change = [](const RankOperatorDiff& r) { return std::llabs(r.row.new_ns - r.row.base_ns); };
+  std::stable_sort(d.rank_operators.begin(), d.rank_operators.end(),
+                   [&](const RankOperatorDiff& x, const RankOperatorDiff& y) { return change(x) > change(y); });
+}
+
 }  // namespace
+
+double RankDiff::speedup() const {
+  return base.kernel_time_ns > 0 && next.kernel_time_ns > 0
+             ? static_cast<double>(base.kernel_time_ns) / static_cast<double>(next.kernel_time_ns)
+             : kNaN;
+}
 
 double DiffRow::speedup() const {
   return base_ns > 0 && new_ns > 0 ? static_cast<double>(base_ns) / static_cast<double>(new_ns) : kNaN;
@@ -168,6 +259,7 @@ ProfileDiff diff_profiles(const ProfileReader& base, const ProfileReader& next, 
   d.modules = join_groups(tree_groups(base), tree_groups(next));
   d.families = join_groups(base.groups(GroupBy::kFamily), next.groups(GroupBy::kFamily));
   if (d.base.has_ncu && d.next.has_ncu) d.counters = counter_changes(base, next, base_ops, new_ops, options.counters);
+  compare_ranks(base, next, d);
   return d;
 }
 

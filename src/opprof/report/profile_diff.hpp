@@ -4,7 +4,8 @@
 // module tree) and per kernel family before and after, with the speedup; the kernel families added and
 // removed; the counters that changed most; and the total speedup of profiled kernel time. Reads only the
 // two databases. Profiles of different GPUs or metric sets are diffed as far as they are comparable,
-// with a warning saying what is not.
+// with a warning saying what is not. Two multi-process jobs are also compared rank by rank: each rank's
+// kernel time, communication and exposed communication, and each operator's time on each rank.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +46,23 @@ struct DiffSide {
   std::vector<std::string> metrics;  // present metrics
 };
 
+// One rank of two multi-process jobs: matched by rank number, or by position among the processes that ran
+// GPU work when either job's processes have no rank.
+struct RankDiff {
+  std::string label;  // "rank 0", or "process 1" when matched by position
+  bool in_base = false, in_new = false;
+  RankFigures base{}, next{};  // a side's figures; zero where that side lacks the rank or its timeline
+  std::string base_status, new_status;  // processes.status (ok, truncated, missing, ...); "" where absent
+  // base kernel time / new kernel time; NaN unless both have kernel time.
+  double speedup() const;
+};
+
+// One operator on one rank of the two jobs.
+struct RankOperatorDiff {
+  std::string rank;  // RankDiff::label
+  DiffRow row;
+};
+
 struct DiffOptions {
   std::size_t counters = 10;  // counter changes kept; 0: all
 };
@@ -55,6 +73,10 @@ struct ProfileDiff {
   std::vector<DiffRow> modules;    // every module path and prefix of either, inclusive time; same order
   std::vector<DiffRow> families;   // every kernel family of either; same order
   std::vector<CounterChange> counters;  // largest score first
+  // Both profiles multi-process jobs: their ranks, in rank order, and each operator on each rank, the
+  // largest change in time first. Empty otherwise (a warning says why when only one is a job).
+  std::vector<RankDiff> ranks;
+  std::vector<RankOperatorDiff> rank_operators;
   std::vector<std::string> warnings;    // one sentence each: what is not comparable
   // base kernel time / new kernel time: above 1 the new profile is faster; NaN when either is 0.
   double speedup() const;
