@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 
 from browser import launch, needs_browser
-from report_fixtures import MICROKERNELS, attribute_fixture, run_engine
+from report_fixtures import MICROKERNELS, REPO, attribute_fixture, run_engine
 
 pytestmark = needs_browser
 
@@ -45,29 +45,42 @@ def report(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(report):
+def browser():
+    """One headless Chromium for the module's pages (Playwright's sync API allows one instance at a time)."""
     from playwright.sync_api import sync_playwright
 
-    _, html = report
     with sync_playwright() as p:
-        browser = launch(p)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors = []
-        pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        # Offline: any request for something outside the file is a defect of the page.
-        requests = []
-        pg.on("request", lambda r: requests.append(r.url) if not r.url.startswith("file:") else None)
-        pg.goto(html.as_uri())
-        pg.wait_for_selector("body[data-opprof-ready='1']", timeout=20000)
-        pg.errors, pg.requests = errors, requests
-        shot = os.environ.get("OPPROF_REPORT_SCREENSHOT")
-        if shot:  # the coverage and the rooflines
-            pg.set_viewport_size({"width": 1400, "height": 1450})
-            pg.screenshot(path=shot)
-            pg.set_viewport_size({"width": 1400, "height": 1000})
-        yield pg
-        browser.close()
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def open_page(browser, html):
+    """The report at html, drawn; its console errors and requests for anything outside the file recorded."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    # Offline: any request for something outside the file is a defect of the page.
+    requests = []
+    pg.on("request", lambda r: requests.append(r.url) if not r.url.startswith("file:") else None)
+    pg.goto(html.as_uri())
+    pg.wait_for_selector("body[data-opprof-ready='1']", timeout=20000)
+    pg.errors, pg.requests = errors, requests
+    return pg
+
+
+@pytest.fixture(scope="module")
+def page(report, browser):
+    _, html = report
+    pg = open_page(browser, html)
+    shot = os.environ.get("OPPROF_REPORT_SCREENSHOT")
+    if shot:  # the coverage and the rooflines
+        pg.set_viewport_size({"width": 1400, "height": 1450})
+        pg.screenshot(path=shot)
+        pg.set_viewport_size({"width": 1400, "height": 1000})
+    yield pg
+    pg.close()
 
 
 def rows(page, table_id, cols):
@@ -200,3 +213,67 @@ def test_roofline_points_are_the_databases_figures(page, report):
     ceilings = [label for label in shown if "peak" in label]
     assert any(label.startswith("BF16/FP16 tensor peak 989") for label in ceilings), ceilings
     assert any(label.startswith("FP32 peak 67") for label in ceilings), ceilings
+
+
+def test_a_single_process_profile_has_no_ranks_section(page):
+    assert page.locator("#ranks").count() == 0
+    assert page.locator("nav a[href='#ranks']").count() == 0
+
+
+# A multi-process job: the 12-block GPT-2 DDP step of two gloo ranks (tests/fixtures/multiproc/README.md).
+JOB = REPO / "tests" / "fixtures" / "multiproc" / "gpt2"
+
+
+@pytest.fixture(scope="module")
+def job_page(browser, tmp_path_factory):
+    out = tmp_path_factory.mktemp("html_job")
+    db, html = out / "job.db", out / "job.html"
+    run_engine("attribute", "-q", "--job", JOB, "-o", db)
+    run_engine("report", db, "--html", html)
+    pg = open_page(browser, html)
+    pg.db = db
+    yield pg
+    pg.close()
+
+
+def test_ranks_section_shows_each_ranks_figures_from_the_database(job_page):
+    assert job_page.errors == [] and job_page.requests == []
+    con = sqlite3.connect(f"file:{job_page.db}?mode=ro", uri=True)
+    expected = con.execute(
+        "SELECT p.rank, p.pid, p.status, s.kernels, s.kernel_time_ns, s.communication_ns, s.overlap_ns, "
+        "s.exposed_communication_ns, s.cpu_communication_ns, s.span_ns FROM processes p "
+        "JOIN rank_summary s ON s.process_id = p.id WHERE p.status != 'idle' ORDER BY p.id").fetchall()
+    assert len(expected) == 2
+    cols = ["pid", "status", "kernels", "kernel_time_ns", "communication_ns", "overlapped", "exposed_communication_ns",
+            "cpu_communication_ns", "span_ns"]
+    shown = rows(job_page, "table-ranks", cols)
+    assert [r["key"] for r in shown] == [f"rank {e[0]}" for e in expected]
+    for r, (rank, pid, status, kernels, kernel_ns, comm_ns, overlap_ns, exposed_ns, cpu_ns, span_ns) in zip(shown, expected):
+        assert int(r["pid"][0]) == pid and r["status"][1] == status and int(r["kernels"][0]) == kernels
+        for col, ns in (("kernel_time_ns", kernel_ns), ("communication_ns", comm_ns), ("exposed_communication_ns", exposed_ns),
+                        ("cpu_communication_ns", cpu_ns), ("span_ns", span_ns)):
+            assert int(r[col][0]) == ns, (rank, col)
+            assert_time_shown(r[col][1], ns)
+        assert float(r["overlapped"][0]) == pytest.approx(overlap_ns / comm_ns, rel=1e-12)
+    # torchrun's own process is named, not counted as a rank.
+    assert "pid 1203" in job_page.text_content("#ranks-idle")
+    assert job_page.text_content("#card-ranks .v") == "2"
+    # The chart has one group per rank, each series the table's figure in ms.
+    chart = job_page.evaluate("""() => { const c = window.opprofCharts['chart-ranks'];
+        return {labels: c.data.labels, series: Object.fromEntries(c.data.datasets.map((d) => [d.label, d.data]))}; }""")
+    assert chart["labels"] == ["rank 0", "rank 1"]
+    assert chart["series"]["kernel time"] == pytest.approx([e[4] / 1e6 for e in expected], rel=1e-12)
+    assert chart["series"]["CPU communication"] == pytest.approx([e[8] / 1e6 for e in expected], rel=1e-12)
+
+
+def test_operators_that_differ_between_ranks_are_the_databases_rank_groups(job_page):
+    con = sqlite3.connect(f"file:{job_page.db}?mode=ro", uri=True)
+    ids = [i for (i,) in con.execute("SELECT id FROM processes WHERE status != 'idle' ORDER BY id")]
+    cols = ["spread_ns"] + [f"process_{i}" for i in ids]
+    shown = rows(job_page, "table-rank-operators", cols)
+    assert shown and shown[0]["key"] == "aten::_foreach_div_"  # AdamW's division: 1.59 vs 2.81 ms
+    for r in shown:
+        times = [con.execute("SELECT COALESCE(SUM(time_ns), 0) FROM rank_groups WHERE group_kind = 'operator' "
+                             "AND key = ? AND process_id = ?", (r["key"], i)).fetchone()[0] for i in ids]
+        assert [int(r[f"process_{i}"][0]) for i in ids] == times, r["key"]
+        assert int(r["spread_ns"][0]) == max(times) - min(times), r["key"]

@@ -19,6 +19,8 @@
 //   ceilings {device, source, dram_gbps, fp32_gflops, tf32_gflops, bf16_gflops, fp8_gflops} or null
 //   unattributed [{family, reason, kernels, time_ns}], opaque [{backend, time_ns}]
 //   anomalies [{kind, count, details [..]}], match_notes [..]
+//   job: null for one process; for a multi-process job report.json's `job` object (docs/report_json.md),
+//             drawn as the Ranks section
 #include <string>
 #include <string_view>
 

@@ -8,6 +8,7 @@
 
 #include "opprof/metrics/gpu_ceilings.hpp"
 #include "opprof/report/html.hpp"
+#include "opprof/report/job.hpp"
 #include "opprof/report/json.hpp"
 #include "opprof/report/json_writer.hpp"
 #include "opprof/report/summary.hpp"
@@ -247,6 +248,8 @@ std::string html_report_data(const ProfileReader& profile) {
   }
   j.end_array();
   write_strings(j, "match_notes", s.match_notes);
+  j.key("job");
+  write_job_json(j, profile);
   j.end_object();
   return j.str();
 }

@@ -138,8 +138,8 @@
     header.append(el('div', { class: 'warnings', id: 'warnings' }, el('strong', { text: 'Warnings' }), ul));
   }
   const nav = el('nav');
-  for (const [id, t] of [['coverage', 'Coverage'], ['roofline', 'Roofline'], ['operators', 'Operators'], ['modules', 'Modules'],
-    ['families', 'Kernel families'], ['kernels', 'Kernels'], ['unattributed', 'Unattributed'], ['capture', 'Capture']])
+  for (const [id, t] of [['coverage', 'Coverage']].concat(data.job ? [['ranks', 'Ranks']] : []).concat([['roofline', 'Roofline'], ['operators', 'Operators'], ['modules', 'Modules'],
+    ['families', 'Kernel families'], ['kernels', 'Kernels'], ['unattributed', 'Unattributed'], ['capture', 'Capture']]))
     nav.append(el('a', { href: '#' + id, text: t }));
   const main = el('main');
   app.append(header, nav, main);
@@ -169,6 +169,82 @@
       { key: 'ns', label: 'time', num: true, fmt: fmtTime },
       { key: 'share', label: '% of kernel time', num: true, fmt: fmtPct, value: (r) => share(r.ns) },
     ], rows);
+  }
+
+  // Ranks of a multi-process job: each rank's kernel time, its communication on the GPU (NCCL kernels and the
+  // copies inside collectives, as a union) and how much computation hid, the collectives' CPU time, the
+  // collectives the trace described, and the operators whose time differs most between ranks.
+  if (data.job) {
+    const job = data.job;
+    const s = section('ranks', 'Ranks',
+      'One row per process that ran GPU work. GPU communication is the union of NCCL kernels and the copies inside collectives; ' +
+      'overlap is the part of it during which a computation kernel of the same process ran; CPU communication is the union of the ' +
+      'collectives\' CPU ranges (gloo reduces on the CPU). Shares are parts over a whole that holds them.');
+    const label = (p) => (p.rank !== null ? 'rank ' + p.rank : 'pid ' + p.pid);
+    const withFigures = job.processes.filter((p) => isNum(p.kernel_time_ns));
+    const cards = el('div', { class: 'cards' });
+    const card = (id, v, l) => cards.append(el('div', { class: 'card', id: id }, el('div', { class: 'v', text: v }), el('div', { class: 'l', text: l })));
+    card('card-ranks', fmtInt(job.processes.length), 'ranks');
+    card('card-communication', fmtPct(job.communication_share), 'of GPU busy time communicating');
+    card('card-overlapped', fmtPct(job.overlapped_share), 'of it hidden by computation');
+    card('card-cpu-communication', fmtPct(job.cpu_communication_share), 'of the wall span in collectives on the CPU');
+    card('card-imbalance', fmtFixed(2)(job.max_time_vs_mean) + 'x', 'slowest rank\'s kernel time vs the mean');
+    s.append(cards);
+    const row = el('div', { class: 'charts' });
+    s.append(row);
+    const canvas = chartBox(row, 'chart-ranks', 'short');
+    const series = [['kernel time', 'kernel_time_ns'], ['GPU communication', 'communication_ns'],
+      ['exposed GPU communication', 'exposed_communication_ns'], ['CPU communication', 'cpu_communication_ns']];
+    charts[canvas.id] = new Chart(canvas, {
+      type: 'bar',
+      data: { labels: withFigures.map(label),
+        datasets: series.map(([name, key], i) => ({ label: name, data: withFigures.map((p) => ms(p[key])), backgroundColor: palette[i] })) },
+      options: { plugins: { title: { display: true, text: 'per rank (ms)' },
+        tooltip: { callbacks: { label: (c) => c.dataset.label + ': ' + c.formattedValue + ' ms' } } } },
+    });
+    table(s, 'table-ranks', [
+      { key: 'name', label: 'rank', cls: 'name' },
+      { key: 'pid', label: 'pid', num: true, fmt: fmtInt },
+      { key: 'status', label: 'status' },
+      { key: 'kernels', label: 'kernels', num: true, fmt: fmtInt },
+      { key: 'kernel_time_ns', label: 'kernel time', num: true, fmt: fmtTime },
+      { key: 'time_vs_mean', label: 'vs mean', num: true, fmt: fmtFixed(2) },
+      { key: 'compute_ns', label: 'computation', num: true, fmt: fmtTime },
+      { key: 'communication_ns', label: 'GPU comm', num: true, fmt: fmtTime },
+      { key: 'overlapped', label: '% hidden', num: true, fmt: fmtPct,
+        value: (r) => (isNum(r.communication_ns) && r.communication_ns > 0 ? r.overlap_ns / r.communication_ns : null) },
+      { key: 'exposed_communication_ns', label: 'exposed', num: true, fmt: fmtTime },
+      { key: 'communication_kernel_ns', label: 'NCCL kernels', num: true, fmt: fmtTime },
+      { key: 'communication_copy_ns', label: 'copies in collectives', num: true, fmt: fmtTime },
+      { key: 'cpu_communication_ns', label: 'CPU comm', num: true, fmt: fmtTime },
+      { key: 'span_ns', label: 'wall span', num: true, fmt: fmtTime },
+      { key: 'problem', label: 'problem', cls: 'why', fmt: fmtText },
+    ], job.processes.map((p) => Object.assign({ key: label(p), name: label(p) }, p)));
+    if (job.idle_processes.length)
+      s.append(el('p', { class: 'note', id: 'ranks-idle', text: 'Not ranks (no GPU activity): ' +
+        job.idle_processes.map((p) => 'pid ' + p.pid + (p.folder ? ' (' + p.folder + ')' : '')).join(', ') + '.' }));
+    if (job.collective_messages.length) {
+      s.append(el('h3', { text: 'Collectives whose tensors the trace recorded' }));
+      table(s, 'table-collectives', [
+        { key: 'rank', label: 'rank', fmt: fmtText },
+        { key: 'collective', label: 'collective', fmt: fmtText },
+        { key: 'count', label: 'count', num: true, fmt: fmtInt },
+        { key: 'elements', label: 'elements', num: true, fmt: fmtInt },
+        { key: 'bytes', label: 'bytes', num: true, fmt: fmtSi('B') },
+        { key: 'dtype', label: 'dtype', fmt: fmtText },
+        { key: 'group', label: 'process group', fmt: fmtText,
+          value: (r) => (r.process_group === null ? null : r.process_group + (r.process_group_desc ? ' (' + r.process_group_desc + ')' : '')) },
+        { key: 'group_size', label: 'group size', num: true, fmt: fmtInt },
+      ], job.collective_messages.map((m, i) => Object.assign({ key: String(i) }, m)));
+    }
+    const unequal = job.most_unequal_operators.filter((u) => u.spread_ns > 0);
+    if (unequal.length) {
+      s.append(el('h3', { text: 'Operators whose time differs most between ranks' }));
+      const cols = [{ key: 'operator', label: 'operator', cls: 'name' }, { key: 'spread_ns', label: 'spread', num: true, fmt: fmtTime }];
+      for (const p of withFigures)
+        cols.push({ key: 'process_' + p.id, label: label(p), num: true, fmt: fmtTime, value: (r) => r.time_ns_by_process[String(p.id)] || 0 });
+      table(s, 'table-rank-operators', cols, unequal.map((u) => Object.assign({ key: u.operator }, u)));
+    }
   }
 
   // Rooflines: achieved FLOP/s (tensor and FP32 separately) against arithmetic intensity, under the GPU's ceilings.

@@ -217,6 +217,7 @@ void write_job_json(JsonWriter& j, const ProfileReader& profile) {
   for (const ProfileProcess& p : processes) {
     if (is_idle(p)) continue;
     j.begin_object();
+    j.key("id").integer(p.id);
     j.key("rank").integer_or_null(p.rank == kNoRank ? -1 : p.rank);
     j.key("pid").integer(p.pid);
     j.key("folder").string_or_null(p.folder);
