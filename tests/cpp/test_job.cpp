@@ -432,3 +432,50 @@ TEST(Job, ProfileUnderTorchrunAttributesEveryRank) {
   EXPECT_EQ(reader.coverage().ncu_matched, 4u);
   EXPECT_EQ(query_int(reader.handle(), "SELECT COUNT(*) FROM ncu_rows WHERE rank = 1"), 2);
 }
+
+// A communication kernel's collective is the innermost range with arguments around its operator, on the
+// operator's thread: c10d::allreduce_ around gloo:all_reduce around a copy, a copy after the inner one ended
+// but inside the outer, an NCCL kernel outside every collective, and a collective of another thread.
+TEST(JobFigures, ACommunicationKernelNamesTheInnermostDescribedCollectiveOfItsThread) {
+  Timeline tl;
+  auto range = [&](const char* name, std::uint64_t tid, std::int64_t s, std::int64_t e) {
+    const std::size_t r = tl.ranges.add(RangeKind::kOperator, RangeScope::kThread, tl.strings.intern(name), kNoString,
+                                        7, tid, s, e);
+    return static_cast<std::uint32_t>(r);
+  };
+  const std::uint32_t outer = range("c10d::allreduce_", 1, 0, 1000);
+  const std::uint32_t inner = range("gloo:all_reduce", 1, 100, 900);
+  const std::uint32_t copy_in_inner = range("aten::copy_", 1, 200, 300);
+  const std::uint32_t copy_after_inner = range("aten::copy_", 1, 950, 980);
+  const std::uint32_t outside = range("nccl:all_reduce_launcher", 1, 1100, 1200);
+  const std::uint32_t other_thread = range("gloo:all_reduce", 2, 1000, 1300);
+  // A collective on the same thread that ended before the operators: not around any of them.
+  const std::uint32_t earlier = range("gloo:broadcast", 1, -500, -100);
+  for (std::uint32_t c : {earlier, outer, inner, other_thread}) {
+    CommunicationArgs a;
+    a.range = c;
+    a.bytes = 4 * (c + 1);
+    tl.communication_args.push_back(a);
+  }
+  std::sort(tl.communication_args.begin(), tl.communication_args.end(),
+            [](const CommunicationArgs& x, const CommunicationArgs& y) { return x.range < y.range; });
+  AttributionTable attr;
+  const std::uint32_t ops[] = {copy_in_inner, copy_after_inner, outside};
+  for (std::uint32_t op : ops) {
+    const std::int64_t s = tl.ranges.start_ns[op] + 10;
+    tl.kernels.add(ActivityKind::kMemcpy, tl.strings.intern("Memcpy DtoH"), 0, 7, s, s + 20);
+    tl.kernels.pid.back() = 7;
+  }
+  attr.resize(tl.kernels.size());
+  for (std::size_t i = 0; i < 3; ++i) {
+    attr.op_range[i] = ops[i];
+    attr.phase[i] = Phase::kCommunication;
+  }
+  JobProcess p;
+  p.pid = 7;
+  const JobFigures f = compute_job_figures(tl, attr, {p});
+  std::vector<std::uint32_t> kernel_ranges;
+  for (const Collective& c : f.collectives)
+    if (c.source == "kernel") kernel_ranges.push_back(c.range_id);
+  EXPECT_EQ(kernel_ranges, (std::vector<std::uint32_t>{inner, outer, kNoIndex}));
+}

@@ -31,21 +31,57 @@ std::string group_key(const Timeline& tl, StrId key, bool module) {
   return std::string(tl.str(key));
 }
 
-// The collective range with arguments (CommunicationArgs) around an operator range, on its thread: the
-// gloo:all_reduce around the aten::copy_ that launched a copy, or the record_param_comms that is itself the
-// operator of an NCCL kernel. kNoIndex when there is none.
-std::uint32_t enclosing_described_collective(const Timeline& tl, std::uint32_t op_range) {
-  if (op_range == kNoIndex) return kNoIndex;
-  const RangeTable& r = tl.ranges;
-  std::uint32_t best = kNoIndex;
-  for (const CommunicationArgs& a : tl.communication_args) {
-    const std::uint32_t c = a.range;
-    if (r.scope[c] != RangeScope::kThread || r.pid[c] != r.pid[op_range] || r.owner[c] != r.owner[op_range]) continue;
-    if (r.start_ns[c] > r.start_ns[op_range] || r.end_ns[c] < r.end_ns[op_range]) continue;
-    if (best == kNoIndex || r.start_ns[c] > r.start_ns[best]) best = c;  // the innermost
+// The collective ranges with arguments (CommunicationArgs) by thread, for the one around an operator range:
+// the gloo:all_reduce around the aten::copy_ that launched a copy, or the record_param_comms that is itself
+// the operator of an NCCL kernel.
+class DescribedCollectives {
+ public:
+  explicit DescribedCollectives(const Timeline& tl) : r_(tl.ranges) {
+    for (const CommunicationArgs& a : tl.communication_args)
+      if (r_.scope[a.range] == RangeScope::kThread) by_thread_[{r_.pid[a.range], r_.owner[a.range]}].ranges.push_back(a.range);
+    for (auto& [thread, t] : by_thread_) {
+      // By start; of ranges that start together the outer (later end) first, so that the backward scan in
+      // around() meets the innermost first; of equal ones the earlier row last.
+      std::sort(t.ranges.begin(), t.ranges.end(), [this](std::uint32_t x, std::uint32_t y) {
+        if (r_.start_ns[x] != r_.start_ns[y]) return r_.start_ns[x] < r_.start_ns[y];
+        if (r_.end_ns[x] != r_.end_ns[y]) return r_.end_ns[x] > r_.end_ns[y];
+        return x > y;
+      });
+      std::int64_t reach = 0;
+      for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+        reach = i == 0 ? r_.end_ns[t.ranges[i]] : std::max(reach, r_.end_ns[t.ranges[i]]);
+        t.max_end_ns.push_back(reach);
+      }
+    }
   }
-  return best;
-}
+
+  // The innermost one around op_range on its thread (the latest start that contains it); kNoIndex if none.
+  std::uint32_t around(std::uint32_t op_range) const {
+    if (op_range == kNoIndex) return kNoIndex;
+    auto found = by_thread_.find({r_.pid[op_range], r_.owner[op_range]});
+    if (found == by_thread_.end()) return kNoIndex;
+    const Thread& t = found->second;
+    const std::int64_t s = r_.start_ns[op_range], e = r_.end_ns[op_range];
+    // The ranges that start at or before s, latest first, while any of them still reaches e.
+    std::size_t i = static_cast<std::size_t>(
+        std::upper_bound(t.ranges.begin(), t.ranges.end(), s,
+                         [this](std::int64_t v, std::uint32_t c) { return v < r_.start_ns[c]; }) -
+        t.ranges.begin());
+    while (i > 0 && t.max_end_ns[i - 1] >= e) {
+      --i;
+      if (r_.end_ns[t.ranges[i]] >= e) return t.ranges[i];
+    }
+    return kNoIndex;
+  }
+
+ private:
+  struct Thread {
+    std::vector<std::uint32_t> ranges;     // by start, as sorted above
+    std::vector<std::int64_t> max_end_ns;  // the latest end among ranges[0..i]
+  };
+  const RangeTable& r_;
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Thread> by_thread_;  // (pid, owner)
+};
 
 // Fills each collective's arguments from the trace (its range's CommunicationArgs) and, where it names no
 // process group, the process's own when it had exactly one.
@@ -113,6 +149,7 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
   std::vector<Work> work(out.ranks.size());
   std::map<std::tuple<int, std::size_t, StrId>, std::size_t> group_index;  // (kind, rank, key) -> groups row
 
+  const DescribedCollectives described(tl);
   const KernelTable& k = tl.kernels;
   for (std::size_t i = 0; i < k.size(); ++i) {
     auto it = rank_of_pid.find(k.pid[i]);
@@ -130,7 +167,7 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
       w.communication.emplace_back(s, e);
       Collective c{.process = f.process, .source = "kernel", .collective = collective_of_kernel(tl.str(k.name[i]))};
       c.kernel_id = static_cast<std::uint32_t>(i);
-      c.range_id = enclosing_described_collective(tl, attr.op_range[i]);
+      c.range_id = described.around(attr.op_range[i]);
       c.start_ns = s;
       c.end_ns = e;
       out.collectives.push_back(std::move(c));
