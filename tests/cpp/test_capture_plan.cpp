@@ -45,6 +45,8 @@ std::string message_of(const ProfileRequest& r, const CaptureEnvironment& env) {
     build_capture_plan(r, env);
   } catch (const InputError& e) {
     return e.what();
+  } catch (const EnvironmentError& e) {
+    return e.what();
   }
   return "";
 }

@@ -90,8 +90,8 @@ void require_gpu(const ProfileRequest& r, const CaptureEnvironment& env) {
   const ChildResult& p = env.gpu_probe;
   if (!p.started) throw InputError(r.python, p.error);
   if (p.exit_code == 3)
-    throw InputError("opprof profile", "no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False)");
-  if (!p.ok()) throw InputError(r.python, "cannot import torch (" + p.describe() + ")");
+    throw EnvironmentError("opprof profile: no CUDA GPU visible to PyTorch (torch.cuda.is_available() is False)");
+  if (!p.ok()) throw EnvironmentError(printable(r.python) + ": cannot import torch (" + p.describe() + ")");
 }
 
 }  // namespace
@@ -167,10 +167,12 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   plan.output_dir = output_dir(r, env);
   plan.backend = resolve_backend(r, env, plan.notes);
   plan.counters = !r.skip_ncu;
-  if (plan.counters && env.ncu.empty())
-    throw InputError(r.ncu.empty() ? "ncu" : r.ncu,
-                     "Nsight Compute (ncu) not found: install it, pass --ncu PATH, or use --skip-ncu for a timeline-only "
-                     "profile");
+  if (plan.counters && env.ncu.empty()) {
+    constexpr const char* kWhatToDo = "install it, pass --ncu PATH, or use --skip-ncu for a timeline-only profile";
+    // A --ncu that names nothing is the user's mistake; no ncu on the PATH is the machine's.
+    if (!r.ncu.empty()) throw InputError(r.ncu, fmt::format("Nsight Compute (ncu) not found there: {}", kWhatToDo));
+    throw EnvironmentError(fmt::format("ncu: Nsight Compute (ncu) not found on the PATH: {}", kWhatToDo));
+  }
   require_gpu(r, env);
   plan.notes.push_back("GPU: " + env.gpu_name);
   if (!r.command.empty())

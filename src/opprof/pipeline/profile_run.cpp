@@ -349,9 +349,10 @@ class Runner {
       return;
     }
     if (ncu.permission_denied())
-      throw InputError(plan_.ncu, "ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters. Run as root, "
-                                  "or have the admin set NVreg_RestrictProfilingToAdminUsers=0 (see NVIDIA's "
-                                  "ERR_NVGPUCTRPERM page); --skip-ncu profiles without counters");
+      throw EnvironmentError(printable(plan_.ncu) +
+                             ": ERR_NVGPUCTRPERM: this user may not read the GPU's performance counters. Run as root, "
+                             "or have the admin set NVreg_RestrictProfilingToAdminUsers=0 (see NVIDIA's "
+                             "ERR_NVGPUCTRPERM page); --skip-ncu profiles without counters");
     if (!rb.ok() && ncu.profiled() == 0) {
       partial_ = fmt::format("ncu failed in pass B ({}{}); see {}: no counters", rb.describe(),
                              ncu.first_error().empty() ? "" : ": " + ncu.first_error(), b.stderr_path);

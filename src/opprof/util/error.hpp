@@ -36,6 +36,13 @@ class OutputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What this machine lacks for the work, not what the user gave: no GPU, no ncu on the PATH, no permission to
+// read the GPU's counters. The CLI exits 1 for it (2 is bad input or usage). what() is one line.
+class EnvironmentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // "<what>: <strerror(errno)>", for messages about files the system would not open.
 std::string fmt_errno(const std::string& what);
 
