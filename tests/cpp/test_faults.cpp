@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -136,33 +137,36 @@ class Faults : public opprof::test::ScratchDir {
   pid_t grandchild() const { return static_cast<pid_t>(std::stol(read_text(path("grandchild.pid")))); }
 };
 
-TEST_F(Faults, SigintDuringAttributeRemovesTheTemporaryAndKeepsTheOldProfile) {
+TEST_F(Faults, SigintOrSigtermDuringAttributeRemovesTheTemporaryAndKeepsTheOldProfile) {
   const std::string db = path("p.db");
   const std::string trace = fixture("lstm/trace.json.gz");
   ASSERT_EQ(run("attribute -q --trace " + trace + " -o " + db).status, 0);
   const auto before = fs::file_size(db);
   const std::string before_meta = read_meta(db).at("created_at");
-  // The writer stops itself with the temporary half written; it is interrupted there and continued.
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setenv("OPPROF_PAUSE_AT", "profile_db.write", 1);
-    execl(OPPROF_CLI_PATH, OPPROF_CLI_PATH, "attribute", "-q", "--trace", trace.c_str(), "-o", db.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    // The writer stops itself with the temporary half written; it is interrupted there and continued.
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("OPPROF_PAUSE_AT", "profile_db.write", 1);
+      execl(OPPROF_CLI_PATH, OPPROF_CLI_PATH, "attribute", "-q", "--trace", trace.c_str(), "-o", db.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+    ASSERT_TRUE(WIFSTOPPED(status));
+    EXPECT_EQ(temporaries_in(dir_).size(), 1u);
+    kill(pid, sig);
+    kill(pid, SIGCONT);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_TRUE(temporaries_in(dir_).empty());
+    EXPECT_EQ(fs::file_size(db), before);
+    EXPECT_EQ(read_meta(db).at("created_at"), before_meta);
+    EXPECT_EQ(run("report " + db).status, 0);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
-  ASSERT_TRUE(WIFSTOPPED(status));
-  EXPECT_EQ(temporaries_in(dir_).size(), 1u);
-  kill(pid, SIGINT);
-  kill(pid, SIGCONT);
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status));
-  EXPECT_EQ(WTERMSIG(status), SIGINT);
-  EXPECT_TRUE(temporaries_in(dir_).empty());
-  EXPECT_EQ(fs::file_size(db), before);
-  EXPECT_EQ(read_meta(db).at("created_at"), before_meta);
-  EXPECT_EQ(run("report " + db).status, 0);
 }
 
 TEST_F(Faults, StaleTemporariesOfDeadRunsAreRemovedAndNoOthers) {
@@ -225,34 +229,49 @@ TEST_F(Faults, AFullDiskKeepsTheOldProfileAndLeavesNoTemporary) {
   EXPECT_EQ(run("report " + db).status, 0);
 }
 
-TEST_F(Faults, SigtermInPassAStopsTheWorkloadRestoresClocksAndKeepsAPartialProfile) {
-  stand_ins(interrupt_opprof("TERM"), "touch " + path("ncu_ran"));
-  const Result r = profile("--lock-clocks");
-  EXPECT_EQ(r.signal, 0) << r.output;
-  EXPECT_EQ(r.status, 128 + SIGTERM) << r.output;
-  EXPECT_FALSE(running(grandchild()));
-  EXPECT_NE(read_text(path("smi.log")).find("--reset-gpu-clocks"), std::string::npos);
-  EXPECT_FALSE(fs::exists(path("ncu_ran")));  // pass B does not start after an interrupt
-  ASSERT_TRUE(fs::exists(out_db())) << r.output;
-  EXPECT_NE(read_meta(out_db())["partial"].find("interrupted in pass A"), std::string::npos);
-  EXPECT_TRUE(temporaries_in(path("out")).empty());
-  EXPECT_NE(r.output.find("the profile is partial"), std::string::npos) << r.output;
+// Each pass interrupted by each signal opprof handles (a fresh output directory and clock log each time).
+constexpr std::pair<int, const char*> kInterrupts[] = {{SIGTERM, "TERM"}, {SIGINT, "INT"}};
+
+TEST_F(Faults, SigtermOrSigintInPassAStopsTheWorkloadRestoresClocksAndKeepsAPartialProfile) {
+  for (const auto& [sig, name] : kInterrupts) {
+    SCOPED_TRACE(name);
+    fs::remove_all(path("out"));
+    fs::remove(path("smi.log"));
+    stand_ins(interrupt_opprof(name), "touch " + path("ncu_ran"));
+    const Result r = profile("--lock-clocks");
+    EXPECT_EQ(r.signal, 0) << r.output;
+    EXPECT_EQ(r.status, 128 + sig) << r.output;
+    EXPECT_FALSE(running(grandchild()));
+    const std::string smi = read_text(path("smi.log"));
+    EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
+    EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
+    EXPECT_FALSE(fs::exists(path("ncu_ran")));  // pass B does not start after an interrupt
+    ASSERT_TRUE(fs::exists(out_db())) << r.output;
+    EXPECT_NE(read_meta(out_db())["partial"].find("interrupted in pass A"), std::string::npos);
+    EXPECT_TRUE(temporaries_in(path("out")).empty());
+    EXPECT_NE(r.output.find("the profile is partial"), std::string::npos) << r.output;
+  }
 }
 
-TEST_F(Faults, SigintInPassBStopsNcuRestoresClocksAndKeepsTheTimeline) {
-  stand_ins("", interrupt_opprof("INT"));
-  const Result r = profile("--lock-clocks");
-  EXPECT_EQ(r.status, 128 + SIGINT) << r.output;
-  EXPECT_FALSE(running(grandchild()));
-  const std::string smi = read_text(path("smi.log"));
-  EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
-  EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
-  ASSERT_TRUE(fs::exists(out_db())) << r.output;
-  const auto meta = read_meta(out_db());
-  EXPECT_NE(meta.at("partial").find("interrupted in pass B"), std::string::npos);
-  EXPECT_EQ(meta.count("ncu.rows"), 0u);
-  for (const char* f : {"report.txt", "report.json", "trace.json"}) EXPECT_TRUE(fs::exists(path("out") + "/" + f)) << f;
-  EXPECT_TRUE(temporaries_in(path("out")).empty());
+TEST_F(Faults, SigintOrSigtermInPassBStopsNcuRestoresClocksAndKeepsTheTimeline) {
+  for (const auto& [sig, name] : kInterrupts) {
+    SCOPED_TRACE(name);
+    fs::remove_all(path("out"));
+    fs::remove(path("smi.log"));
+    stand_ins("", interrupt_opprof(name));
+    const Result r = profile("--lock-clocks");
+    EXPECT_EQ(r.status, 128 + sig) << r.output;
+    EXPECT_FALSE(running(grandchild()));
+    const std::string smi = read_text(path("smi.log"));
+    EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
+    EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
+    ASSERT_TRUE(fs::exists(out_db())) << r.output;
+    const auto meta = read_meta(out_db());
+    EXPECT_NE(meta.at("partial").find("interrupted in pass B"), std::string::npos);
+    EXPECT_EQ(meta.count("ncu.rows"), 0u);
+    for (const char* f : {"report.txt", "report.json", "trace.json"}) EXPECT_TRUE(fs::exists(path("out") + "/" + f)) << f;
+    EXPECT_TRUE(temporaries_in(path("out")).empty());
+  }
 }
 
 TEST_F(Faults, AWorkloadFailingInsideTheWindowGivesAPartialProfileAndExitOne) {
@@ -303,6 +322,12 @@ TEST_F(Faults, ATraceWithoutKernelsIsRefusedWithWhatIsMissing) {
   EXPECT_EQ(count_lines(r.output), 1) << r.output;
   EXPECT_NE(r.output.find("holds no GPU activity"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(path("p.db")));
+  // A tracer log without GPU activity: torchrun's own process, which initialized CUDA and ran nothing.
+  const Result log = run("attribute -q --trace " + fixture("multiproc/gpt2/pid1203/trace.opprof") + " -o " + path("p.db"));
+  EXPECT_EQ(log.status, 2) << log.output;
+  EXPECT_EQ(count_lines(log.output), 1) << log.output;
+  EXPECT_NE(log.output.find("holds no GPU activity"), std::string::npos) << log.output;
+  EXPECT_FALSE(fs::exists(path("p.db")));
 }
 
 // Kernel and operator names are whatever the trace says: quotes, commas, newlines, escapes, non-ASCII.
@@ -338,6 +363,28 @@ TEST_F(Faults, HostileKernelNamesAreShownSafelyInEveryReport) {
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(j.output).get(doc), simdjson::SUCCESS) << j.output;
   EXPECT_TRUE(holds_string(doc, "aten::\"op\",\r\t")) << j.output;
+
+  // opprof diff, text and JSON, of the profile against itself.
+  const Result d = run("diff --top 0 " + db + " " + db);
+  ASSERT_EQ(d.status, 0) << d.output;
+  EXPECT_EQ(d.output.find('\x1b'), std::string::npos) << d.output;
+  EXPECT_EQ(d.output.find('\r'), std::string::npos) << d.output;
+  EXPECT_EQ(d.output.find("uo\nte"), std::string::npos) << d.output;
+  EXPECT_NE(d.output.find("aten::\"op\""), std::string::npos) << d.output;
+  const Result dj = run("diff --json " + db + " " + db);
+  ASSERT_EQ(dj.status, 0) << dj.output;
+  simdjson::dom::parser diff_parser;
+  ASSERT_EQ(diff_parser.parse(dj.output).get(doc), simdjson::SUCCESS) << dj.output;
+  EXPECT_TRUE(holds_string(doc, "aten::\"op\",\r\t")) << dj.output;
+
+  // The Perfetto export: JSON that gives the names back exactly.
+  const std::string trace = path("names.perfetto.json");
+  ASSERT_EQ(run("export --quiet " + db + " --perfetto " + trace).status, 0);
+  simdjson::dom::parser perfetto_parser;
+  simdjson::padded_string text = simdjson::padded_string::load(trace);
+  ASSERT_EQ(perfetto_parser.parse(text).get(doc), simdjson::SUCCESS);
+  EXPECT_TRUE(holds_string(doc, "k\"q,uo\nte\x1b[31m\u00e9\u4e2d"));
+  EXPECT_TRUE(holds_string(doc, "aten::\"op\",\r\t"));
 }
 
 // Every bad invocation: exit status 2 and one line, "opprof: error: ...", saying what is wrong.
@@ -388,3 +435,37 @@ TEST_F(Faults, BadInvocationsExitTwoWithOneLine) {
 }
 
 }  // namespace
+
+// Times that no real work has: kernels whose durations add up past 2^62 ns, a kernel past 2^62 ns from the
+// clock's zero. Refused with one line before any sum of them could overflow; no database.
+TEST_F(Faults, TimesPastWhatSumsCanHoldAreRefused) {
+  auto trace = [&](const std::string& name, const std::string& kernels) {
+    write(name, "{\"traceEvents\": [\n"
+                "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 50},\n" +
+                    kernels + "]}\n");
+    return path(name);
+  };
+  auto kernel = [](const std::string& ts, const std::string& dur) {
+    return "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": " + ts + ", \"dur\": " +
+           dur + ", \"args\": {\"device\": 0, \"stream\": 7}}";
+  };
+  // Each 3e18 ns (95 years) is a time the readers accept; two of them add up past 2^62 (4.6e18).
+  const std::string sum = trace("sum.json", kernel("0", "3000000000000000") + ",\n" + kernel("0", "3000000000000000") + "\n");
+  Result r = run("attribute -q --trace " + sum + " -o " + path("p.db"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("durations add up to more than 4611686018427387904 ns"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("p.db")));
+  // One of them alone is kept.
+  const std::string one = trace("one.json", kernel("0", "3000000000000000") + "\n");
+  EXPECT_EQ(run("attribute -q --trace " + one + " -o " + path("p.db")).status, 0);
+  fs::remove(path("p.db"));
+
+  const std::string late = trace("late.json", kernel("5000000000000000", "1") + "\n");
+  r = run("attribute -q --trace " + late + " -o " + path("p.db"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(count_lines(r.output), 1) << r.output;
+  EXPECT_NE(r.output.find("GPU activity 0 lies at 5000000000000000000 .. 5000000000000001000 ns"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(path("p.db")));
+}

@@ -109,6 +109,7 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
   r.all_ranges = request.all_ranges;
   Timeline& tl = r.capture.timeline;
   if (tl.kernels.size() == 0) throw InputError(request.trace, "the trace holds no GPU activity (was CUDA profiled?)");
+  check_timeline_times(tl, request.trace);
 
   r.chip = chip_for_capture(tl.metadata);
   require_rows_for_chip(in.metric_set, r.chip);

@@ -396,6 +396,7 @@ JobResult attribute_job(const JobRequest& request, ProgressObserver* observer) {
   }
   // Aggregates and coverage once, over the merged timeline with whatever counters it ended with.
   const Timeline& tl = merged.timeline();
+  check_timeline_times(tl, request.dir);  // each process's times held; the job's sums must hold too
   merged.aggregates = aggregate(tl, merged.attribution, merged.kernel_metrics);
   merged.coverage =
       compute_coverage(tl, merged.attribution, merged.match ? &*merged.match : nullptr, merged.ncu ? merged.ncu->rows() : 0);

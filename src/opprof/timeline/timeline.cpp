@@ -1,5 +1,9 @@
 #include "opprof/timeline/timeline.hpp"
 
+#include <fmt/format.h>
+
+#include "opprof/util/error.hpp"
+
 namespace opprof {
 
 void KernelTable::reserve(std::size_t n) {
@@ -43,6 +47,35 @@ std::size_t RangeTable::add(RangeKind k, RangeScope s, StrId txt, StrId dom, std
   owner.push_back(own); device.push_back(0); start_ns.push_back(start); end_ns.push_back(end);
   external_id.push_back(0); depth.push_back(-1); sequence_nr.push_back(kNoSequenceNr); forward_thread.push_back(0);
   return text.size() - 1;
+}
+
+void check_timeline_times(const Timeline& tl, const std::string& source) {
+  auto outside = [](std::int64_t t) { return t > kMaxTimelineTimeNs || t < -kMaxTimelineTimeNs; };
+  auto refuse = [&](std::string_view what, std::size_t row, std::int64_t start, std::int64_t end) {
+    throw InputError(source, fmt::format("{} {} lies at {} .. {} ns, outside the {} ns (146 years) either side of "
+                                         "the clock's zero that opprof reads: not a time of real work",
+                                         what, row, start, end, kMaxTimelineTimeNs));
+  };
+  const KernelTable& k = tl.kernels;
+  std::int64_t total = 0;  // held at most kMaxTotalDurationNs, so the check below cannot overflow
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    if (outside(k.start_ns[i]) || outside(k.end_ns[i])) refuse("GPU activity", i, k.start_ns[i], k.end_ns[i]);
+    if (k.end_ns[i] < k.start_ns[i])
+      throw InputError(source, fmt::format("GPU activity {} ends at {} ns, before it starts at {} ns", i, k.end_ns[i],
+                                           k.start_ns[i]));
+    const std::int64_t d = k.end_ns[i] - k.start_ns[i];  // both within ±(2^62 - 1): no overflow
+    if (d > kMaxTotalDurationNs - total)
+      throw InputError(source, fmt::format("the GPU activities' durations add up to more than {} ns (146 years): "
+                                           "not the times of real work",
+                                           kMaxTotalDurationNs));
+    total += d;
+  }
+  const LaunchTable& l = tl.launches;
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (outside(l.cpu_start_ns[i]) || outside(l.cpu_end_ns[i])) refuse("launch", i, l.cpu_start_ns[i], l.cpu_end_ns[i]);
+  const RangeTable& r = tl.ranges;
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (outside(r.start_ns[i]) || outside(r.end_ns[i])) refuse("range", i, r.start_ns[i], r.end_ns[i]);
 }
 
 }  // namespace opprof

@@ -199,4 +199,14 @@ struct Timeline {
   std::string_view str(StrId id) const { return strings.view(id); }
 };
 
+// Bounds every reader's times are held to after reading, so that the engine's arithmetic on them cannot
+// overflow: the difference of any two times fits in int64, and so does any sum of kernel durations (per
+// operator, per rank, per job). 2^62 ns is 146 years: no real trace comes near either.
+inline constexpr std::int64_t kMaxTimelineTimeNs = (std::int64_t{1} << 62) - 1;  // |time| at most this
+inline constexpr std::int64_t kMaxTotalDurationNs = std::int64_t{1} << 62;        // of all GPU activities
+
+// Throws InputError (naming source) for a GPU activity, launch or range outside ±kMaxTimelineTimeNs, a GPU
+// activity that ends before it starts, or GPU activities whose durations add up past kMaxTotalDurationNs.
+void check_timeline_times(const Timeline& tl, const std::string& source);
+
 }  // namespace opprof
