@@ -245,7 +245,7 @@ TEST(TracerLog, RejectsBadMagicNewerMajorAndCorruptRecords) {
 // A string id is an index into the reader's table: one no log of its size can hold is corruption, not a
 // table of 2^32 entries (0xFFFFFFFF used to wrap id + 1 to 0 and write out of bounds; 0x20000000 asked for GBs).
 TEST(TracerLog, RejectsStringIdsTheLogCannotHold) {
-  for (const std::uint32_t id : {0xFFFFFFFFu, 0x20000000u, 1000u}) {
+  for (const std::uint32_t id : {0xFFFFFFFFu, 0x80000000u, 0x7FFFFFFFu, 0x40000000u, 0x20000000u, 1000u}) {
     LogBuilder b(1);
     b.string(1, "_Z1kv");
     const std::size_t at = b.bytes().size();

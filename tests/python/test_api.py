@@ -109,6 +109,23 @@ def test_load_rejects_what_is_not_a_profile(tmp_path):
         opprof.load(tmp_path / "missing.db")
 
 
+def test_load_rejects_a_schema_version_it_cannot_read(db, tmp_path):
+    import shutil
+
+    from opprof.api import OLDEST_READABLE_SCHEMA_VERSION, SCHEMA_VERSION
+
+    for version in (SCHEMA_VERSION + 1, OLDEST_READABLE_SCHEMA_VERSION - 1):
+        copy = tmp_path / f"v{version}.db"
+        shutil.copy(db, copy)
+        con = sqlite3.connect(copy)
+        con.execute(f"PRAGMA user_version = {version}")
+        con.commit()
+        con.close()
+        with pytest.raises(ValueError, match=f"profile has schema version {version}; this opprof reads schema version "
+                                             f"{SCHEMA_VERSION}"):
+            opprof.load(copy)
+
+
 def test_without_pandas_the_error_names_the_extra(db, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
     with pytest.raises(ImportError, match=r"opprof\[pandas\]"):
