@@ -47,7 +47,8 @@ Command add_profile_command(CLI::App& app) {
   cmd->add_option("--warmup", o.warmup, "Iterations before the window (workload modules)")->capture_default_str();
   cmd->add_option("--iters", o.iters, "Measured iterations inside the window (workload modules)")->capture_default_str();
   cmd->add_flag("--train", o.train, "Run forward and backward (default: forward under torch.no_grad())");
-  cmd->add_option("-o,--output", o.output, "Output directory (default: opprof-<name>-<time>)");
+  cmd->add_option("-o,--output", o.output, "Output directory (default: opprof-<name>-<time>)")
+      ->check([](const std::string& v) { return v.empty() ? std::string("the output directory is an empty path") : ""; });
   cmd->add_option("--metrics", o.metrics,
                   "Metric set: quick (1-2 replay passes: duration, SM/DRAM/tensor throughput, occupancy), default,\n"
                   "full (default + warp stalls, bank conflicts, sectors), or a metric-set file");
@@ -90,7 +91,8 @@ Command add_profile_command(CLI::App& app) {
       ->capture_default_str();
   cmd->footer(
       "The output directory holds profile.db, report.txt, report.json and the raw artifacts (trace, ncu CSV and log,\n"
-      "Inductor debug files, capture.json). Exit status: 0 done, 2 bad input or environment, 1 failure.");
+      "Inductor debug files, capture.json). Exit status: 0 done, 2 bad input or usage, 1 a failure or what the\n"
+      "machine lacks (no GPU, no ncu on the PATH, no permission to read the counters).");
   return {cmd,
           [options](const std::vector<std::string>& program) {
             ProfileOptions run = *options;

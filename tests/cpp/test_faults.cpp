@@ -210,6 +210,21 @@ TEST_F(Faults, UnwritableOutputPathsAreRefusedBeforeTheWork) {
                        " -o " + path("afile"));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("not a directory"), std::string::npos) << r.output;
+  const Result empty = run("profile --backend torch " + example("mlp.py") + " --skip-ncu --python " + path("python3") +
+                           " -o ''");
+  EXPECT_EQ(empty.status, 2) << empty.output;
+  EXPECT_EQ(count_lines(empty.output), 1) << empty.output;
+  EXPECT_NE(empty.output.find("the output directory is an empty path"), std::string::npos) << empty.output;
+  fs::create_directories(path("readonly"));
+  fs::permissions(path("readonly"), fs::perms::owner_read | fs::perms::owner_exec);
+  const Result readonly = run("profile --backend torch " + example("mlp.py") + " --skip-ncu --python " + path("python3") +
+                              " -o " + path("readonly/out"));
+  fs::permissions(path("readonly"), fs::perms::owner_all);
+  if (geteuid() != 0) {  // root writes anywhere
+    EXPECT_EQ(readonly.status, 2) << readonly.output;
+    EXPECT_EQ(count_lines(readonly.output), 1) << readonly.output;
+    EXPECT_NE(readonly.output.find("cannot create the output directory"), std::string::npos) << readonly.output;
+  }
 }
 
 // The database write fails for want of space (a file-size limit): exit 1, one line, the old profile kept.
@@ -227,6 +242,17 @@ TEST_F(Faults, AFullDiskKeepsTheOldProfileAndLeavesNoTemporary) {
   EXPECT_TRUE(temporaries_in(dir_).empty());
   EXPECT_EQ(fs::file_size(db), before);
   EXPECT_EQ(run("report " + db).status, 0);
+
+  // The same failure for a database whose directory's name holds an escape and a newline: still one line,
+  // the characters escaped.
+  const std::string odd = path("odd\x1b[31m\ndir");
+  fs::create_directories(odd);
+  const Result named = run("attribute -q --trace " + fixture("gpt2_eager/trace.json.gz") + " -o '" + odd + "/p.db'", "",
+                           "ulimit -f 256; trap '' XFSZ; ");
+  EXPECT_EQ(named.status, 1) << named.output;
+  EXPECT_EQ(count_lines(named.output), 1) << named.output;
+  EXPECT_EQ(named.output.find('\x1b'), std::string::npos) << named.output;
+  EXPECT_NE(named.output.find("odd\\x1b[31m\\ndir/p.db"), std::string::npos) << named.output;
 }
 
 // Each pass interrupted by each signal opprof handles (a fresh output directory and clock log each time).
