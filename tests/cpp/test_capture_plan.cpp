@@ -160,6 +160,17 @@ TEST(CapturePlan, SkipNcuNeedsNoNcuAndPlansNoCounterPass) {
   CaptureEnvironment env = machine();
   env.ncu.clear();
   EXPECT_NE(message_of(r, env).find("--skip-ncu"), std::string::npos);
+  // No ncu on the PATH is the machine's lack (exit 1); a --ncu that names nothing is the user's input (exit 2).
+  EXPECT_THROW(build_capture_plan(r, env), EnvironmentError);
+  EXPECT_NE(message_of(r, env).find("not found on the PATH"), std::string::npos);
+  ProfileRequest named = r;
+  named.ncu = "/opt/nowhere/ncu";
+  EXPECT_THROW(build_capture_plan(named, env), InputError);
+  EXPECT_NE(message_of(named, env).find("/opt/nowhere/ncu: Nsight Compute (ncu) not found there"), std::string::npos);
+  // No GPU: the machine's too.
+  CaptureEnvironment no_gpu = machine();
+  no_gpu.gpu_probe.exit_code = 3;
+  EXPECT_THROW(build_capture_plan(workload(), no_gpu), EnvironmentError);
   r.skip_ncu = true;
   const CapturePlan plan = build_capture_plan(r, env);
   EXPECT_FALSE(plan.counters);
