@@ -138,9 +138,10 @@
     header.append(el('div', { class: 'warnings', id: 'warnings' }, el('strong', { text: 'Warnings' }), ul));
   }
   const nav = el('nav');
-  for (const [id, t] of [['coverage', 'Coverage']].concat(data.job ? [['ranks', 'Ranks']] : []).concat([['roofline', 'Roofline'], ['operators', 'Operators'], ['modules', 'Modules'],
-    ['families', 'Kernel families'], ['kernels', 'Kernels'], ['unattributed', 'Unattributed'], ['capture', 'Capture']]))
-    nav.append(el('a', { href: '#' + id, text: t }));
+  const sections = [['coverage', 'Coverage'], ...(data.job ? [['ranks', 'Ranks']] : []), ['roofline', 'Roofline'],
+    ['operators', 'Operators'], ['modules', 'Modules'], ['families', 'Kernel families'], ['kernels', 'Kernels'],
+    ['unattributed', 'Unattributed'], ['capture', 'Capture']];
+  for (const [id, t] of sections) nav.append(el('a', { href: '#' + id, text: t }));
   const main = el('main');
   app.append(header, nav, main);
 
