@@ -118,12 +118,13 @@ std::string times_cell(const RankDiff& r, std::int64_t RankFigures::*figure) {
 void ranks(Page& page, const ProfileDiff& d, std::size_t top) {
   if (d.ranks.empty()) return;
   page.blank();
-  page.title(fmt::format("Ranks ({}): kernel time, communication on the GPU and the CPU, base -> new", d.ranks.size()));
+  page.title(fmt::format("Ranks ({}): kernel time; communication on the GPU, on the CPU, and the GPU's exposed; base -> new",
+                         d.ranks.size()));
   std::vector<std::string> names;
   for (const RankDiff& r : d.ranks) names.push_back(r.label);
   const std::vector<Column> columns = fit_columns(
       page.width(), "rank", longest_name(names),
-      {{"base", 8}, {"new", 8}, {"speedup", 7}, {"GPU comm", 19}, {"exposed", 19}, {"CPU comm", 19}, {"status", 12, false, 2}},
+      {{"base", 8}, {"new", 8}, {"speedup", 7}, {"GPU comm", 15}, {"CPU comm", 15}, {"exposed", 15}, {"status", 12, false, 2}},
       3);
   page.raw(table_header(columns, page.style()));
   for (const RankDiff& r : d.ranks) {
@@ -137,8 +138,8 @@ void ranks(Page& page, const ProfileDiff& d, std::size_t top) {
     page.raw(table_row(columns,
                        {r.label, time_cell(r.in_base, r.base.kernel_time_ns), time_cell(r.in_new, r.next.kernel_time_ns),
                         change, times_cell(r, &RankFigures::communication_ns),
-                        times_cell(r, &RankFigures::exposed_communication_ns),
-                        times_cell(r, &RankFigures::cpu_communication_ns), status},
+                        times_cell(r, &RankFigures::cpu_communication_ns),
+                        times_cell(r, &RankFigures::exposed_communication_ns), status},
                        page.style(), 3));
   }
   std::vector<RankOperatorDiff> rows;
