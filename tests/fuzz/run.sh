@@ -48,9 +48,10 @@ for t in "${targets[@]}"; do
     fi
   fi
   log="$build/logs/$t.log"
+  part="$log.$$"  # this run's own: another run of the same target may be writing beside it
   pids=()
   for ((i = 1; i <= processes; i++)); do
-    "$bin" "${opts[@]}" -max_total_time="$seconds" "$build/corpus/$t" "$build/seeds/$t" > "$log.$i" 2>&1 &
+    "$bin" "${opts[@]}" -max_total_time="$seconds" "$build/corpus/$t" "$build/seeds/$t" > "$part.$i" 2>&1 &
     pids+=($!)
   done
   result=ok
@@ -58,10 +59,10 @@ for t in "${targets[@]}"; do
   [ "$result" = ok ] || status=1
   execs=0
   for ((i = 1; i <= processes; i++)); do
-    n="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log.$i" | tail -n 1)"
+    n="$(sed -n 's/^stat::number_of_executed_units: *//p' "$part.$i" | tail -n 1)"
     execs=$((execs + ${n:-0}))
   done
-  cat "$log".* > "$log" && rm -f "$log".*
+  cat "$part".* > "$log" && rm -f "$part".*
   printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$((seconds * processes))" "$execs" "$result" >> "$build/executions.tsv"
   echo "fuzz: $t: $execs executions in ${seconds} s x $processes processes: $result"
   if [ "$result" != ok ]; then
