@@ -1,7 +1,8 @@
--- opprof profile database, schema version 3 (meta.schema_version). docs/schema.md explains every table.
+-- opprof profile database, schema version 5 (meta.schema_version). docs/schema.md explains every table.
 -- Conventions: times are nanoseconds on the capture's own clock; NULL means unknown or not applicable;
--- ids are the engine's 0-based row numbers (kernels.id is the timeline's kernel row). Enumerations are
--- stored as lower-case text so that queries read without lookup tables. Plain SQLite types only (no
+-- ids are the engine's 0-based row numbers (kernels.id is the timeline's kernel row). Enumerations read
+-- as lower-case text so that queries need no lookup tables (ranges and attribution, the views over the
+-- interned range_rows and attribution_rows, give the text of their ids). Plain SQLite types only (no
 -- STRICT tables, no generated columns) so that old SQLite builds (Python's, DuckDB's scanner) read it.
 -- The indices in profile_indices.sql are created after the rows are loaded.
 
@@ -57,12 +58,22 @@ CREATE TABLE launches (
   rank         INTEGER               -- as kernels.rank
 );
 
-CREATE TABLE ranges (
+-- Text of the interned columns of range_rows and attribution_rows (the *_id columns), each string once:
+-- a million operator ranges repeat a few hundred operator names and module paths, and a million kernels
+-- a few hundred families, so storing the text in place made these tables most of the file. Read the
+-- views ranges and attribution, which give the text.
+CREATE TABLE strings (
+  id   INTEGER PRIMARY KEY,
+  text TEXT NOT NULL
+);
+
+-- Named intervals: operators, modules, annotations. Read them through the view ranges.
+CREATE TABLE range_rows (
   id          INTEGER PRIMARY KEY,  -- timeline range row (attribution.op_range_id points here)
-  kind        TEXT NOT NULL,        -- operator | module | annotation | compiled_region | capture_window | other
-  scope       TEXT NOT NULL,        -- thread | stream
-  text        TEXT NOT NULL,        -- operator name, module path, annotation text
-  domain      TEXT,                 -- NVTX domain or the trace's category (cpu_op, user_annotation)
+  kind_id     INTEGER NOT NULL,     -- strings.id: operator | module | annotation | compiled_region | capture_window | other
+  scope_id    INTEGER NOT NULL,     -- strings.id: thread | stream
+  text_id     INTEGER NOT NULL,     -- strings.id: operator name, module path, annotation text
+  domain_id   INTEGER,              -- strings.id: NVTX domain or the trace's category (cpu_op, user_annotation)
   pid         INTEGER NOT NULL,
   owner       INTEGER NOT NULL,     -- tid for thread ranges, stream for stream ranges
   device      INTEGER NOT NULL,
@@ -73,26 +84,26 @@ CREATE TABLE ranges (
   rank        INTEGER               -- as kernels.rank
 );
 
--- One row per kernels row: what attribution concluded.
-CREATE TABLE attribution (
-  kernel_id         INTEGER PRIMARY KEY REFERENCES kernels(id),
-  path              TEXT NOT NULL,  -- correlation | enclosure | fusion | none (unattributed: see reason)
-  confidence        REAL NOT NULL,  -- 0..1
-  op_range_id       INTEGER,        -- ranges.id of the operator range, NULL when none
-  op                TEXT,           -- operator; for Inductor kernels the kernel's launcher
-  top_op            TEXT,           -- outermost operator around the launch
-  module            TEXT,           -- module path (h.3.attn.c_attn)
-  module_source     TEXT NOT NULL,  -- none | thread_range | stream_range | fx_provenance
-  fused_ops         TEXT,           -- comma-separated ATen ops an Inductor kernel fuses
-  fx_nodes          TEXT,           -- comma-separated pre-grad FX source nodes
-  provenance_handle TEXT,           -- Inductor "kernel:N" handle
-  source_line       TEXT,           -- user source line of the FX node
-  family            TEXT,           -- kernel family: base name with digits and templates stripped
-  reason            TEXT,           -- why unattributed; NULL when attributed
-  opaque            INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
-  opaque_backend    TEXT,
-  phase             TEXT NOT NULL,  -- forward | backward | optimizer | other | communication
-  forward_op        TEXT            -- backward kernels: the forward operator they differentiate
+-- One row per kernels row: what attribution concluded. Read it through the view attribution.
+CREATE TABLE attribution_rows (
+  kernel_id            INTEGER PRIMARY KEY REFERENCES kernels(id),
+  path_id              INTEGER NOT NULL,  -- strings.id: correlation | enclosure | fusion | none (unattributed: see reason)
+  confidence           REAL NOT NULL,     -- 0..1
+  op_range_id          INTEGER,           -- ranges.id of the operator range, NULL when none
+  op_id                INTEGER,           -- strings.id: operator; for Inductor kernels the kernel's launcher
+  top_op_id            INTEGER,           -- strings.id: outermost operator around the launch
+  module_id            INTEGER,           -- strings.id: module path (h.3.attn.c_attn)
+  module_source_id     INTEGER NOT NULL,  -- strings.id: none | thread_range | stream_range | fx_provenance
+  fused_ops_id         INTEGER,           -- strings.id: comma-separated ATen ops an Inductor kernel fuses
+  fx_nodes_id          INTEGER,           -- strings.id: comma-separated pre-grad FX source nodes
+  provenance_handle_id INTEGER,           -- strings.id: Inductor "kernel:N" handle
+  source_line_id       INTEGER,           -- strings.id: user source line of the FX node
+  family_id            INTEGER,           -- strings.id: kernel family: base name with digits and templates stripped
+  reason_id            INTEGER,           -- strings.id: why unattributed; NULL when attributed
+  opaque               INTEGER NOT NULL,  -- 1 when launched inside an opaque library backend
+  opaque_backend_id    INTEGER,           -- strings.id
+  phase_id             INTEGER NOT NULL,  -- strings.id: forward | backward | optimizer | other | communication
+  forward_op_id        INTEGER            -- strings.id: backward kernels: the forward operator they differentiate
 );
 
 -- The ncu metrics of the profile: present = 1 for those the ncu CSV had (kernel_metrics and
@@ -218,6 +229,17 @@ CREATE TABLE coverage (
   phase_communication_ns       INTEGER NOT NULL   -- NCCL kernels, copies inside collectives
 );
 
+-- Kernel time (activities of kind kernel) grouped by an attribution column without a group table of its own,
+-- so that a report need not scan every kernel: by = 'phase' (key: attribution.phase) or 'source_line' (key:
+-- attribution.source_line, '' for kernels without one).
+CREATE TABLE kernel_time_by (
+  by      TEXT NOT NULL,
+  key     TEXT NOT NULL,
+  kernels INTEGER NOT NULL,
+  time_ns INTEGER NOT NULL,
+  PRIMARY KEY (by, key)
+) WITHOUT ROWID;
+
 -- Unattributed kernel time by family and reason, largest first.
 CREATE TABLE unattributed (
   id      INTEGER PRIMARY KEY,
@@ -341,6 +363,29 @@ CREATE TABLE collectives (
   process_group_desc TEXT,       -- its description ("default_pg")
   group_size  INTEGER            -- its ranks
 );
+
+-- range_rows and attribution_rows with their text: the tables as schema version 4 stored them. A text
+-- column is a lookup of one string by its id, evaluated only when a query reads that column.
+CREATE VIEW ranges AS
+SELECT id, (SELECT text FROM strings WHERE id = kind_id) AS kind, (SELECT text FROM strings WHERE id = scope_id) AS scope,
+       (SELECT text FROM strings WHERE id = text_id) AS text, (SELECT text FROM strings WHERE id = domain_id) AS domain,
+       pid, owner, device, start_ns, end_ns, depth, external_id, rank
+FROM range_rows;
+
+CREATE VIEW attribution AS
+SELECT kernel_id, (SELECT text FROM strings WHERE id = path_id) AS path, confidence, op_range_id,
+       (SELECT text FROM strings WHERE id = op_id) AS op, (SELECT text FROM strings WHERE id = top_op_id) AS top_op,
+       (SELECT text FROM strings WHERE id = module_id) AS module,
+       (SELECT text FROM strings WHERE id = module_source_id) AS module_source,
+       (SELECT text FROM strings WHERE id = fused_ops_id) AS fused_ops,
+       (SELECT text FROM strings WHERE id = fx_nodes_id) AS fx_nodes,
+       (SELECT text FROM strings WHERE id = provenance_handle_id) AS provenance_handle,
+       (SELECT text FROM strings WHERE id = source_line_id) AS source_line,
+       (SELECT text FROM strings WHERE id = family_id) AS family, (SELECT text FROM strings WHERE id = reason_id) AS reason,
+       opaque, (SELECT text FROM strings WHERE id = opaque_backend_id) AS opaque_backend,
+       (SELECT text FROM strings WHERE id = phase_id) AS phase,
+       (SELECT text FROM strings WHERE id = forward_op_id) AS forward_op
+FROM attribution_rows;
 
 -- Every activity with its name and attribution: the table most analyses start from.
 CREATE VIEW kernel_view AS

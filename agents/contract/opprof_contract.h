@@ -13,7 +13,7 @@
 /* The profile database: PRAGMA application_id ("oppf") and the schema version (PRAGMA user_version,
  * meta.schema_version; docs/schema.md), written by src/opprof/store and checked by opprof.load. */
 #define OPPROF_PROFILE_APPLICATION_ID 1869639782 /* 0x6f707066 */
-#define OPPROF_PROFILE_SCHEMA_VERSION 4
+#define OPPROF_PROFILE_SCHEMA_VERSION 5
 /* The oldest schema version the readers (the C++ ProfileReader, opprof.load) still read: 3, whose collectives
  * lack the six columns of what the trace says of them (read as NULL). */
 #define OPPROF_PROFILE_OLDEST_READABLE_SCHEMA_VERSION 3

@@ -9,7 +9,7 @@ Pure constants: importing it imports nothing else (the capture driver imports it
 
 # The profile database's PRAGMA application_id ("oppf") and schema version.
 PROFILE_APPLICATION_ID = 1869639782
-PROFILE_SCHEMA_VERSION = 4
+PROFILE_SCHEMA_VERSION = 5
 PROFILE_OLDEST_READABLE_SCHEMA_VERSION = 3  # its collectives lack the trace's arguments
 
 # Range texts: a module range is this prefix and the module's dotted path.

@@ -61,6 +61,17 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// SQL that edits a profile's interned text (schema version 5) as a user would: intern_sql(t) adds the
+// string t to the strings table unless it is there; string_id_sql(t) is the expression of its id. t must
+// not contain a quote.
+inline std::string intern_sql(const std::string& text) {
+  return "INSERT INTO strings (id, text) SELECT (SELECT COALESCE(max(id), -1) + 1 FROM strings), '" + text +
+         "' WHERE NOT EXISTS (SELECT 1 FROM strings WHERE text = '" + text + "');";
+}
+inline std::string string_id_sql(const std::string& text) {
+  return "(SELECT min(id) FROM strings WHERE text = '" + text + "')";
+}
+
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

@@ -276,8 +276,9 @@ TEST_F(Cli, CompareExitsZeroOneOrTwo) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(b.c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db,
-                         "UPDATE attribution SET op = 'aten::changed' WHERE kernel_id = (SELECT id FROM kernels "
-                         "WHERE kind = 'kernel' ORDER BY duration_ns DESC LIMIT 1)",
+                         "INSERT INTO strings (id, text) VALUES ((SELECT max(id) + 1 FROM strings), 'aten::changed');"
+                         "UPDATE attribution_rows SET op_id = (SELECT max(id) FROM strings) WHERE kernel_id = "
+                         "(SELECT id FROM kernels WHERE kind = 'kernel' ORDER BY duration_ns DESC LIMIT 1)",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);

@@ -207,9 +207,11 @@ TEST_F(CompareTest, AnExtraKernelInBIsLeftUnaligned) {
   edit(b,
        "INSERT INTO kernel_names (id, name) VALUES (100, 'void extra_kernel<float>(float*)');"
        "INSERT INTO kernels (id, kind, name_id, pid, device, context, stream, start_ns, end_ns, duration_ns, "
-       "shared_mem_bytes, bytes) VALUES (100, 'kernel', 100, 4242, 0, 0, 7, 3600, 3700, 100, 0, 0);"
-       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque, phase) "
-       "VALUES (100, 'correlation', 1, 'aten::extra', 'h.0', 'thread_range', 0, 'forward');");
+       "shared_mem_bytes, bytes) VALUES (100, 'kernel', 100, 4242, 0, 0, 7, 3600, 3700, 100, 0, 0);" +
+       intern_sql("aten::extra") + intern_sql("h.0") +
+       "INSERT INTO attribution_rows (kernel_id, path_id, confidence, op_id, module_id, module_source_id, opaque, "
+       "phase_id) VALUES (100, " + string_id_sql("correlation") + ", 1, " + string_id_sql("aten::extra") + ", " +
+       string_id_sql("h.0") + ", " + string_id_sql("thread_range") + ", 0, " + string_id_sql("forward") + ");");
   const ProfileComparison c = compare_files(a, b);
   EXPECT_EQ(c.b.kernels, 7u);
   EXPECT_EQ(c.aligned, 6u);
@@ -339,7 +341,8 @@ TEST_F(CompareRealProfile, OneChangedOperatorDropsAgreementByExactlyItsTimeShare
   const std::string changed = copy_of_b("changed.db");
   // The longest kernel's operator.
   const std::string longest = "(SELECT id FROM kernels WHERE kind = 'kernel' ORDER BY duration_ns DESC, id LIMIT 1)";
-  edit(changed, "UPDATE attribution SET op = 'aten::changed' WHERE kernel_id = " + longest + ";");
+  edit(changed, intern_sql("aten::changed") + "UPDATE attribution_rows SET op_id = " + string_id_sql("aten::changed") +
+                    " WHERE kernel_id = " + longest + ";");
   const std::int64_t d = query_int(a(), "SELECT duration_ns FROM kernels WHERE id = " + longest);
   const ProfileComparison c = compare_files(a(), changed);
   EXPECT_EQ(c.op.pairs, c.aligned - 1);
@@ -360,9 +363,11 @@ TEST_F(CompareRealProfile, ToleratesAnExtraKernelInB) {
        "INSERT INTO kernel_names (id, name) VALUES (1000000, 'void opprof_test_extra<float>(float*)');"
        "INSERT INTO kernels SELECT 1000000, kind, 1000000, pid, device, context, stream, end_ns + 1, end_ns + 501, "
        "500, grid_x, grid_y, grid_z, block_x, block_y, block_z, NULL, NULL, NULL, NULL, registers_per_thread, "
-       "shared_mem_bytes, bytes, rank FROM kernels WHERE id = " + k50 + ";"
-       "INSERT INTO attribution (kernel_id, path, confidence, op, module, module_source, opaque, phase) "
-       "VALUES (1000000, 'enclosure', 0.5, 'aten::extra', 'extra', 'thread_range', 0, 'forward');");
+       "shared_mem_bytes, bytes, rank FROM kernels WHERE id = " + k50 + ";" +
+       intern_sql("enclosure") + intern_sql("aten::extra") + intern_sql("extra") + intern_sql("thread_range") +
+       "INSERT INTO attribution_rows (kernel_id, path_id, confidence, op_id, module_id, module_source_id, opaque, "
+       "phase_id) VALUES (1000000, " + string_id_sql("enclosure") + ", 0.5, " + string_id_sql("aten::extra") + ", " +
+       string_id_sql("extra") + ", " + string_id_sql("thread_range") + ", 0, " + string_id_sql("forward") + ");");
   const ProfileComparison c = compare_files(a(), extra);
   EXPECT_EQ(c.b.kernels, c.a.kernels + 1);
   EXPECT_EQ(c.aligned, c.a.kernels);

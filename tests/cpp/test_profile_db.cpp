@@ -177,6 +177,64 @@ TEST_F(ProfileDbTest, AttributionOneRowPerActivity) {
   EXPECT_EQ(db.one("SELECT sum(duration_ns) FROM kernel_view WHERE kind = 'kernel' AND path = 'none'"), "300");
 }
 
+TEST_F(ProfileDbTest, RangeAndAttributionTextIsStoredOnceAndReadThroughTheViews) {
+  std::string path = dir.file("profile.db");
+  write_profile_db(path, p.inputs());
+  RawDb db(path);
+  // Every string once, numbered densely from 0, and each id the rows use is in it.
+  EXPECT_EQ(db.one("SELECT count(*) = count(DISTINCT text) AND min(id) = 0 AND max(id) = count(*) - 1 FROM strings"),
+            "1");
+  EXPECT_EQ(db.one("SELECT count(*) FROM attribution_rows a WHERE NOT EXISTS (SELECT 1 FROM strings WHERE id = a.op_id) "
+                   "AND a.op_id IS NOT NULL"),
+            "0");
+  // Three kernels of aten::mm / aten::linear name one string; the view gives it back per row.
+  EXPECT_EQ(db.one("SELECT count(DISTINCT op_id) FROM attribution_rows WHERE kernel_id IN (0, 2)"), "1");
+  EXPECT_EQ(db.one("SELECT count(*) FROM strings WHERE text = 'aten::mm'"), "1");
+  EXPECT_EQ(db.one("SELECT group_concat(op, ',') FROM (SELECT op FROM attribution WHERE kernel_id IN (0, 2) "
+                   "ORDER BY kernel_id)"),
+            "aten::mm,aten::mm");
+  // The range text and the enumeration names too: the operator range and the attribution share 'aten::mm'.
+  EXPECT_EQ(db.one("SELECT r.text_id = a.op_id FROM range_rows r, attribution_rows a WHERE r.id = 0 AND a.kernel_id = 0"),
+            "1");
+  EXPECT_EQ(db.one("SELECT text FROM strings WHERE id = (SELECT phase_id FROM attribution_rows WHERE kernel_id = 0)"),
+            "forward");
+  // The views have version 4's columns, in its order.
+  EXPECT_EQ(db.one("SELECT group_concat(name, ',') FROM pragma_table_info('ranges')"),
+            "id,kind,scope,text,domain,pid,owner,device,start_ns,end_ns,depth,external_id,rank");
+  EXPECT_EQ(db.one("SELECT group_concat(name, ',') FROM pragma_table_info('attribution')"),
+            "kernel_id,path,confidence,op_range_id,op,top_op,module,module_source,fused_ops,fx_nodes,provenance_handle,"
+            "source_line,family,reason,opaque,opaque_backend,phase,forward_op");
+}
+
+TEST_F(ProfileDbTest, KernelTimeByPhaseAndSourceLineIsSummedAtWriteAndReadBackAsAScanWould) {
+  std::string path = dir.file("profile.db");
+  write_profile_db(path, p.inputs());
+  const auto scan = [&](const char* column) {
+    RawDb db(path);
+    return db.one(fmt::format("SELECT group_concat(k || '=' || n || '/' || t, ';') FROM (SELECT COALESCE({}, '') AS k, "
+                              "count(*) AS n, sum(duration_ns) AS t FROM kernel_view WHERE kind = 'kernel' GROUP BY 1 "
+                              "ORDER BY 3 DESC, 1)",
+                              column));
+  };
+  const auto read = [&](ProfileReader::KernelColumn column) {
+    ProfileReader r(path);
+    std::string out;
+    for (const GroupStats& g : r.kernel_time_by(column))
+      out += fmt::format("{}{}={}/{}", out.empty() ? "" : ";", g.key, g.kernels, g.time_ns);
+    return out;
+  };
+  // The memcpy (k5) is not kernel time; k1 has a source line, the other five kernels none.
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kPhase), "forward=5/5700;other=1/300");
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kPhase), scan("phase"));
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kSourceLine), "=5/5500;model.py:12 in forward=1/500");
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kSourceLine), scan("source_line"));
+  // A version 4 profile has no such table: the reader sums over the kernels itself, to the same figures.
+  write_raw_sqlite(path, "DROP TABLE kernel_time_by; UPDATE meta SET value = '4' WHERE key = 'schema_version';"
+                         "PRAGMA user_version = 4;");
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kPhase), "forward=5/5700;other=1/300");
+  EXPECT_EQ(read(ProfileReader::KernelColumn::kSourceLine), "=5/5500;model.py:12 in forward=1/500");
+}
+
 TEST_F(ProfileDbTest, MetricsOnlyValuesPresent) {
   std::string path = dir.file("profile.db");
   write_profile_db(path, p.inputs());
@@ -384,7 +442,7 @@ TEST_F(ProfileDbTest, AnSqliteFailureCarriesSqlitesMessage) {
   const std::string before = slurp(path);
   p.attr.confidence[3] = std::nanf("");
   std::string err = writer_error(path, p.inputs());
-  EXPECT_NE(err.find("NOT NULL constraint failed: attribution.confidence"), std::string::npos) << err;
+  EXPECT_NE(err.find("NOT NULL constraint failed: attribution_rows.confidence"), std::string::npos) << err;
   EXPECT_EQ(slurp(path), before);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"profile.db"});
 }

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -31,6 +32,7 @@
 #include "opprof/store/sqlite.hpp"
 #include "opprof/util/atomic_file.hpp"
 #include "opprof/util/embedded.hpp"
+#include "opprof/util/enum_names.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/interrupt.hpp"
 #include "opprof/util/text.hpp"
@@ -128,7 +130,8 @@ class Writer {
         in_(in),
         tl_(*in.timeline),
         strings_(strings),
-        max_parameters_(static_cast<std::size_t>(sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1))) {}
+        max_parameters_(static_cast<std::size_t>(sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1))),
+        string_id_of_(strings ? strings->size() : tl_.strings.size(), -1) {}
 
   // The tables that only the timeline fills.
   void write_timeline_tables() {
@@ -141,6 +144,7 @@ class Writer {
     write_meta();
     write_ranges();
     write_attribution();
+    write_strings();
     write_metrics();
     write_ncu_rows();
     if (in_.aggregates) {
@@ -149,6 +153,7 @@ class Writer {
       write_groups(GroupBy::kFamily, in_.aggregates->families);
     }
     write_coverage();
+    write_kernel_time_by();
     write_match_notes();
     write_anomalies();
     write_dedup();
@@ -179,6 +184,51 @@ class Writer {
   void bind_str_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
                          std::string_view column) {
     s.bind_text(i, id == kNoString ? std::string_view() : text(id, table, row, column));
+  }
+  // Binds the strings.id of an interned string, or NULL for kNoString (unknown). strings.id numbers the
+  // strings in order of first use, so the database does not depend on what else the timeline interned.
+  void bind_string_id(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
+    if (id == kNoString) {
+      s.bind_null(i);
+      return;
+    }
+    s.bind_int(i, string_id(id, text(id, table, row, column)));  // text() checks the id against the table
+  }
+  std::int64_t string_id(StrId id, std::string_view text) {
+    std::int64_t& dense = string_id_of_[id];
+    if (dense < 0) {
+      dense = static_cast<std::int64_t>(string_texts_.size());
+      string_texts_.push_back(text);
+    }
+    return dense;
+  }
+  // As bind_string_id for a column the schema declares NOT NULL: unknown becomes "".
+  void bind_string_id_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
+                               std::string_view column) {
+    static constexpr const char* kEmpty = "";
+    if (id == kNoString)
+      s.bind_int(i, name_id(kEmpty));
+    else
+      bind_string_id(s, i, id, table, row, column);
+  }
+  // The strings.id of an enumeration's name (a pointer into its name table, so looked up by address):
+  // the timeline's string of that text when it has one, so that every text is in strings once.
+  std::int64_t name_id(const char* name) {
+    auto [it, inserted] = name_ids_.try_emplace(name, 0);
+    if (inserted) {
+      const StrId same = strings_ ? kNoString : tl_.strings.find(name);
+      if (same != kNoString && same < string_id_of_.size()) {
+        it->second = string_id(same, tl_.str(same));
+      } else {
+        it->second = static_cast<std::int64_t>(string_texts_.size());
+        string_texts_.push_back(name);
+      }
+    }
+    return it->second;
+  }
+  template <std::size_t N, typename Enum>
+  std::int64_t name_id(const std::array<const char*, N>& names, Enum value) {
+    return name_id(enum_name(names, value));
   }
   static void bind_optional_id(Statement& s, int i, std::uint64_t v) {
     if (v == 0)
@@ -345,14 +395,15 @@ class Writer {
     rows.reserve(r.size());
     for (std::size_t i = 0; i < r.size(); ++i)
       if (!keep || r.kind[i] != RangeKind::kOperator || (*keep)[i]) rows.push_back(static_cast<std::uint32_t>(i));
-    insert_rows("ranges", "id, kind, scope, text, domain, pid, owner, device, start_ns, end_ns, depth, external_id", 12,
+    insert_rows("range_rows",
+                "id, kind_id, scope_id, text_id, domain_id, pid, owner, device, start_ns, end_ns, depth, external_id", 12,
                 rows.size(), [&](Statement& s, int p, std::size_t row) {
                   const std::size_t i = rows[row];
                   s.bind_int(p, static_cast<std::int64_t>(i));
-                  s.bind_text(p + 1, to_string(r.kind[i]));
-                  s.bind_text(p + 2, to_string(r.scope[i]));
-                  bind_str_required(s, p + 3, r.text[i], "ranges", i, "text");
-                  bind_str(s, p + 4, r.domain[i], "ranges", i, "domain");
+                  s.bind_int(p + 1, name_id(kRangeKindNames, r.kind[i]));
+                  s.bind_int(p + 2, name_id(kRangeScopeNames, r.scope[i]));
+                  bind_string_id_required(s, p + 3, r.text[i], "ranges", i, "text");
+                  bind_string_id(s, p + 4, r.domain[i], "ranges", i, "domain");
                   s.bind_int(p + 5, r.pid[i]);
                   s.bind_int(p + 6, as_i64(r.owner[i]));
                   s.bind_int(p + 7, r.device[i]);
@@ -369,12 +420,13 @@ class Writer {
   void write_attribution() {
     const AttributionTable& a = *in_.attribution;
     const std::size_t ranges = tl_.ranges.size();
-    insert_rows("attribution",
-                "kernel_id, path, confidence, op_range_id, op, top_op, module, module_source, fused_ops, fx_nodes, "
-                "provenance_handle, source_line, family, reason, opaque, opaque_backend, phase, forward_op",
+    insert_rows("attribution_rows",
+                "kernel_id, path_id, confidence, op_range_id, op_id, top_op_id, module_id, module_source_id, "
+                "fused_ops_id, fx_nodes_id, provenance_handle_id, source_line_id, family_id, reason_id, opaque, "
+                "opaque_backend_id, phase_id, forward_op_id",
                 18, a.size(), [&](Statement& s, int p, std::size_t i) {
                   s.bind_int(p, static_cast<std::int64_t>(i));
-                  s.bind_text(p + 1, to_string(a.path[i]));
+                  s.bind_int(p + 1, name_id(kAttributionPathNames, a.path[i]));
                   // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
                   s.bind_double(p + 2, static_cast<double>(a.confidence[i]));
                   if (a.op_range[i] == kNoIndex) {
@@ -386,21 +438,29 @@ class Writer {
                   } else {
                     s.bind_int(p + 3, a.op_range[i]);
                   }
-                  bind_str(s, p + 4, a.op[i], "attribution", i, "op");
-                  bind_str(s, p + 5, a.top_op[i], "attribution", i, "top_op");
-                  bind_str(s, p + 6, a.module[i], "attribution", i, "module");
-                  s.bind_text(p + 7, to_string(a.module_source[i]));
-                  bind_str(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
-                  bind_str(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
-                  bind_str(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
-                  bind_str(s, p + 11, a.source_line[i], "attribution", i, "source_line");
-                  bind_str(s, p + 12, a.family[i], "attribution", i, "family");
-                  bind_str(s, p + 13, a.reason[i], "attribution", i, "reason");
+                  bind_string_id(s, p + 4, a.op[i], "attribution", i, "op");
+                  bind_string_id(s, p + 5, a.top_op[i], "attribution", i, "top_op");
+                  bind_string_id(s, p + 6, a.module[i], "attribution", i, "module");
+                  s.bind_int(p + 7, name_id(kModuleSourceNames, a.module_source[i]));
+                  bind_string_id(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
+                  bind_string_id(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
+                  bind_string_id(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
+                  bind_string_id(s, p + 11, a.source_line[i], "attribution", i, "source_line");
+                  bind_string_id(s, p + 12, a.family[i], "attribution", i, "family");
+                  bind_string_id(s, p + 13, a.reason[i], "attribution", i, "reason");
                   s.bind_int(p + 14, a.opaque[i] ? 1 : 0);
-                  bind_str(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
-                  s.bind_text(p + 16, to_string(a.phase[i]));
-                  bind_str(s, p + 17, a.forward_op[i], "attribution", i, "forward_op");
+                  bind_string_id(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
+                  s.bind_int(p + 16, name_id(kPhaseNames, a.phase[i]));
+                  bind_string_id(s, p + 17, a.forward_op[i], "attribution", i, "forward_op");
                 });
+  }
+
+  // The strings table: every text range_rows and attribution_rows refer to, by id.
+  void write_strings() {
+    insert_rows("strings", "id, text", 2, string_texts_.size(), [&](Statement& s, int p, std::size_t i) {
+      s.bind_int(p, static_cast<std::int64_t>(i));
+      s.bind_text(p + 1, string_texts_[i]);
+    });
   }
 
   void write_metrics() {
@@ -590,6 +650,45 @@ class Writer {
     }
   }
 
+  // kernel_time_by: kernel time by phase and by source line, summed here once rather than by every report.
+  void write_kernel_time_by() {
+    const KernelTable& k = tl_.kernels;
+    const AttributionTable& a = *in_.attribution;
+    struct Sum {
+      std::int64_t kernels = 0, time_ns = 0;
+    };
+    std::array<Sum, kPhases> by_phase{};
+    std::unordered_map<StrId, Sum> by_line;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (k.kind[i] != ActivityKind::kKernel) continue;
+      const std::int64_t d = k.duration_ns(i);
+      Sum& p = by_phase[static_cast<std::size_t>(a.phase[i])];
+      Sum& l = by_line[a.source_line[i]];
+      p.kernels += 1;
+      p.time_ns += d;
+      l.kernels += 1;
+      l.time_ns += d;
+    }
+    Statement s(db_, "INSERT INTO kernel_time_by (by, key, kernels, time_ns) VALUES (?1, ?2, ?3, ?4)");
+    auto put = [&](std::string_view by, std::string_view key, const Sum& sum) {
+      s.bind_text(1, by);
+      s.bind_text(2, key);
+      s.bind_int(3, sum.kernels);
+      s.bind_int(4, sum.time_ns);
+      s.run();
+    };
+    for (std::size_t ph = 0; ph < by_phase.size(); ++ph)
+      if (by_phase[ph].kernels > 0) put("phase", to_string(static_cast<Phase>(ph)), by_phase[ph]);
+    // Lines that differ only in being unknown and empty are one key, as the schema's '' says.
+    std::unordered_map<std::string_view, Sum> by_text;
+    for (const auto& [line, sum] : by_line) {
+      Sum& t = by_text[line == kNoString ? std::string_view() : text(line, "attribution", 0, "source_line")];
+      t.kernels += sum.kernels;
+      t.time_ns += sum.time_ns;
+    }
+    for (const auto& [line, sum] : by_text) put("source_line", line, sum);
+  }
+
   void write_match_notes() {
     if (!in_.match) return;
     Statement s(db_, "INSERT INTO match_notes (id, note) VALUES (?1, ?2)");
@@ -738,7 +837,7 @@ class Writer {
     db_.exec(
         "UPDATE kernels SET rank = (SELECT p.rank FROM processes p WHERE p.pid = kernels.pid AND p.pid != 0);"
         "UPDATE launches SET rank = (SELECT p.rank FROM processes p WHERE p.pid = launches.pid AND p.pid != 0);"
-        "UPDATE ranges SET rank = (SELECT p.rank FROM processes p WHERE p.pid = ranges.pid AND p.pid != 0);"
+        "UPDATE range_rows SET rank = (SELECT p.rank FROM processes p WHERE p.pid = range_rows.pid AND p.pid != 0);"
         "UPDATE ncu_rows SET rank = (SELECT p.rank FROM processes p WHERE p.counters_pid = ncu_rows.pid);");
   }
   static void bind_optional_index(Statement& s, int i, std::uint32_t v) {
@@ -753,6 +852,11 @@ class Writer {
   const Timeline& tl_;
   const std::vector<std::string_view>* strings_;
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
+  // The strings table as it grows: texts by strings.id, the id of each timeline string (-1 until used)
+  // and of each enumeration name.
+  std::vector<std::string_view> string_texts_;
+  std::vector<std::int64_t> string_id_of_;
+  std::unordered_map<const char*, std::int64_t> name_ids_;
 };
 
 }  // namespace

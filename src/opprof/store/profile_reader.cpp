@@ -300,12 +300,18 @@ std::size_t ProfileReader::group_count(GroupBy by) const { return impl_->row_cou
 
 std::vector<GroupStats> ProfileReader::kernel_time_by(KernelColumn column) const {
   std::vector<GroupStats> out;
-  const char* name = column == KernelColumn::kPhase ? "a.phase" : "a.source_line";
+  const bool phase = column == KernelColumn::kPhase;
   try {
-    Statement q(*impl_->db, fmt::format("SELECT COALESCE({}, ''), COUNT(*), SUM(k.duration_ns) FROM kernels k "
-                                        "JOIN attribution a ON a.kernel_id = k.id WHERE k.kind = 'kernel' "
-                                        "GROUP BY 1 ORDER BY 3 DESC, 1",
-                                        name));
+    // Summed by the writer since schema version 5; older profiles are summed here, over every kernel.
+    Statement q(*impl_->db,
+                impl_->schema_version >= 5
+                    ? fmt::format("SELECT key, kernels, time_ns FROM kernel_time_by WHERE by = '{}' "
+                                  "ORDER BY 3 DESC, 1",
+                                  phase ? "phase" : "source_line")
+                    : fmt::format("SELECT COALESCE({}, ''), COUNT(*), SUM(k.duration_ns) FROM kernels k "
+                                  "JOIN attribution a ON a.kernel_id = k.id WHERE k.kind = 'kernel' "
+                                  "GROUP BY 1 ORDER BY 3 DESC, 1",
+                                  phase ? "a.phase" : "a.source_line"));
     const std::int64_t total = impl_->coverage.kernel_time_ns;
     while (q.next()) {
       GroupStats g;
