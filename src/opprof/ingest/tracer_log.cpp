@@ -80,6 +80,16 @@ class MappedFile {
   const char* data() const { return data_; }
   std::size_t size() const { return size_; }
 
+  // Drops the process's copy of the pages in [from, to) (whole pages only). They stay in the page cache
+  // and fault back in when read again, as the string texts are later: a multi-GB log that stayed mapped
+  // whole while its records are decoded would count in the peak memory beside the decoded records.
+  void drop_resident(std::size_t from, std::size_t to) const {
+    static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    from = (from + page - 1) / page * page;
+    to = std::min(to, size_) / page * page;
+    if (data_ != nullptr && from < to) madvise(const_cast<char*>(data_) + from, to - from, MADV_DONTNEED);
+  }
+
  private:
   std::string path_;
   int fd_ = -1;
@@ -271,6 +281,7 @@ Parsed parse(const std::string& path, const MappedFile& file) {
     RecordDecoder decoder(std::string_view(file.data(), file.size()));
     p.header = decoder.header();
     const auto counts = count_record_types(std::string_view(file.data(), file.size()), decoder.header().header_bytes);
+    file.drop_resident(0, file.size());
     auto count = [&](RecordType t) { return counts[static_cast<std::size_t>(t) & 31u]; };
     p.kernels.reserve(count(RecordType::kKernel));
     p.memcpys.reserve(count(RecordType::kMemcpy));
@@ -279,7 +290,15 @@ Parsed parse(const std::string& path, const MappedFile& file) {
     p.nvtx.reserve(count(RecordType::kNvtxPush) + count(RecordType::kNvtxPop) + count(RecordType::kNvtxStart) +
                    count(RecordType::kNvtxEnd) + count(RecordType::kNvtxMark));
     Record r;
-    while (decoder.next(&r)) collect(p, decoder, r.value);
+    constexpr std::size_t kDropBytes = std::size_t{64} << 20;
+    std::size_t dropped = 0;
+    while (decoder.next(&r)) {
+      collect(p, decoder, r.value);
+      if (r.offset - dropped >= kDropBytes) {
+        file.drop_resident(dropped, r.offset);
+        dropped = r.offset;
+      }
+    }
     p.truncated = decoder.truncated();
     p.truncated_at = decoder.truncated_at();
   } catch (const FormatError& e) {
