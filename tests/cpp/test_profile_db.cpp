@@ -187,7 +187,7 @@ TEST_F(ProfileDbTest, RangeAndAttributionTextIsStoredOnceAndReadThroughTheViews)
   EXPECT_EQ(db.one("SELECT count(*) FROM attribution_rows a WHERE NOT EXISTS (SELECT 1 FROM strings WHERE id = a.op_id) "
                    "AND a.op_id IS NOT NULL"),
             "0");
-  // Three kernels of aten::mm / aten::linear name one string; the view gives it back per row.
+  // The two kernels of aten::mm name one string; the view gives it back per row.
   EXPECT_EQ(db.one("SELECT count(DISTINCT op_id) FROM attribution_rows WHERE kernel_id IN (0, 2)"), "1");
   EXPECT_EQ(db.one("SELECT count(*) FROM strings WHERE text = 'aten::mm'"), "1");
   EXPECT_EQ(db.one("SELECT group_concat(op, ',') FROM (SELECT op FROM attribution WHERE kernel_id IN (0, 2) "
