@@ -211,18 +211,24 @@ class Writer {
     else
       bind_string_id(s, i, id, table, row, column);
   }
-  // The strings.id of an enumeration's name (a pointer into its name table, so looked up by address):
-  // the timeline's string of that text when it has one, so that every text is in strings once.
+  // The strings.id of an enumeration's name: the timeline's string of that text when it has one, so that
+  // every text is in strings once. Cached by the name's address (a pointer into its name table, so rows
+  // need no hashing of text); two tables' equal names ("none") may or may not share an address, so a miss
+  // looks the text up.
   std::int64_t name_id(const char* name) {
     auto [it, inserted] = name_ids_.try_emplace(name, 0);
     if (inserted) {
-      const StrId same = strings_ ? kNoString : tl_.strings.find(name);
-      if (same != kNoString && same < string_id_of_.size()) {
-        it->second = string_id(same, tl_.str(same));
-      } else {
-        it->second = static_cast<std::int64_t>(string_texts_.size());
-        string_texts_.push_back(name);
+      auto [by_text, new_text] = name_text_ids_.try_emplace(std::string_view(name), 0);
+      if (new_text) {
+        const StrId same = strings_ ? kNoString : tl_.strings.find(name);
+        if (same != kNoString && same < string_id_of_.size()) {
+          by_text->second = string_id(same, tl_.str(same));
+        } else {
+          by_text->second = static_cast<std::int64_t>(string_texts_.size());
+          string_texts_.push_back(name);
+        }
       }
+      it->second = by_text->second;
     }
     return it->second;
   }
@@ -853,10 +859,11 @@ class Writer {
   const std::vector<std::string_view>* strings_;
   std::size_t max_parameters_;  // this SQLite build's limit on parameters per statement
   // The strings table as it grows: texts by strings.id, the id of each timeline string (-1 until used)
-  // and of each enumeration name.
+  // and of each enumeration name (by address and by text).
   std::vector<std::string_view> string_texts_;
   std::vector<std::int64_t> string_id_of_;
   std::unordered_map<const char*, std::int64_t> name_ids_;
+  std::unordered_map<std::string_view, std::int64_t> name_text_ids_;
 };
 
 }  // namespace
