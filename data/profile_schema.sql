@@ -230,14 +230,14 @@ CREATE TABLE coverage (
 );
 
 -- Kernel time (activities of kind kernel) grouped by an attribution column without a group table of its own,
--- so that a report need not scan every kernel: by = 'phase' (key: attribution.phase) or 'source_line' (key:
+-- so that a report need not scan every kernel: grouped_by = 'phase' (key: attribution.phase) or 'source_line' (key:
 -- attribution.source_line, '' for kernels without one).
 CREATE TABLE kernel_time_by (
-  by      TEXT NOT NULL,
+  grouped_by TEXT NOT NULL,  -- not "by", which DuckDB and other SQL dialects reserve
   key     TEXT NOT NULL,
   kernels INTEGER NOT NULL,
   time_ns INTEGER NOT NULL,
-  PRIMARY KEY (by, key)
+  PRIMARY KEY (grouped_by, key)
 ) WITHOUT ROWID;
 
 -- Unattributed kernel time by family and reason, largest first.

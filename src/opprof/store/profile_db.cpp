@@ -675,7 +675,7 @@ class Writer {
       l.kernels += 1;
       l.time_ns += d;
     }
-    Statement s(db_, "INSERT INTO kernel_time_by (by, key, kernels, time_ns) VALUES (?1, ?2, ?3, ?4)");
+    Statement s(db_, "INSERT INTO kernel_time_by (grouped_by, key, kernels, time_ns) VALUES (?1, ?2, ?3, ?4)");
     auto put = [&](std::string_view by, std::string_view key, const Sum& sum) {
       s.bind_text(1, by);
       s.bind_text(2, key);

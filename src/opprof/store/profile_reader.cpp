@@ -305,7 +305,7 @@ std::vector<GroupStats> ProfileReader::kernel_time_by(KernelColumn column) const
     // Summed by the writer since schema version 5; older profiles are summed here, over every kernel.
     Statement q(*impl_->db,
                 impl_->schema_version >= 5
-                    ? fmt::format("SELECT key, kernels, time_ns FROM kernel_time_by WHERE by = '{}' "
+                    ? fmt::format("SELECT key, kernels, time_ns FROM kernel_time_by WHERE grouped_by = '{}' "
                                   "ORDER BY 3 DESC, 1",
                                   phase ? "phase" : "source_line")
                     : fmt::format("SELECT COALESCE({}, ''), COUNT(*), SUM(k.duration_ns) FROM kernels k "
