@@ -28,15 +28,17 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
   };
   // Two passes: the first sizes every index, so that tens of millions of ranges are not copied while
   // their vectors double (a 10M-kernel trace's 40M ranges: a GB of intervals, and as much again in growth).
+  auto for_each_indexed = [&](auto&& f) {
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (r.scope[i] == RangeScope::kThread)
+        if (IntervalIndex* index = index_in(thread_of(i), r.kind[i])) f(*index, i);
+  };
   std::unordered_map<IntervalIndex*, std::size_t> sizes;
-  for (std::size_t i = 0; i < r.size(); ++i)
-    if (r.scope[i] == RangeScope::kThread)
-      if (IntervalIndex* index = index_in(thread_of(i), r.kind[i])) ++sizes[index];
+  for_each_indexed([&](IntervalIndex& index, std::size_t) { ++sizes[&index]; });
   for (const auto& [index, n] : sizes) index->reserve(n);
-  for (std::size_t i = 0; i < r.size(); ++i)
-    if (r.scope[i] == RangeScope::kThread)
-      if (IntervalIndex* index = index_in(thread_of(i), r.kind[i]))
-        index->add(r.start_ns[i], r.end_ns[i], static_cast<std::uint32_t>(i));
+  for_each_indexed([&](IntervalIndex& index, std::size_t i) {
+    index.add(r.start_ns[i], r.end_ns[i], static_cast<std::uint32_t>(i));
+  });
   for (auto& [key, t] : out.threads) {
     t.ops.build();
     t.modules.build();

@@ -685,10 +685,11 @@ class Writer {
     };
     for (std::size_t ph = 0; ph < by_phase.size(); ++ph)
       if (by_phase[ph].kernels > 0) put("phase", to_string(static_cast<Phase>(ph)), by_phase[ph]);
-    // Lines that differ only in being unknown and empty are one key, as the schema's '' says.
+    // Lines that differ only in being unknown and empty are one key, as the schema's '' says. Every id was
+    // checked against the string table, with its row, when attribution_rows was written.
     std::unordered_map<std::string_view, Sum> by_text;
     for (const auto& [line, sum] : by_line) {
-      Sum& t = by_text[line == kNoString ? std::string_view() : text(line, "attribution", 0, "source_line")];
+      Sum& t = by_text[line == kNoString ? std::string_view() : tl_.str(line)];
       t.kernels += sum.kernels;
       t.time_ns += sum.time_ns;
     }
