@@ -23,30 +23,39 @@ void IntervalIndex::build() {
   // Traces list a thread's ranges mostly in start order already: check before paying for a sort.
   if (!std::is_sorted(items_.begin(), items_.end(), before)) std::sort(items_.begin(), items_.end(), before);
   const auto n = static_cast<std::int64_t>(items_.size());
-  max_end_.assign(items_.size(), 0);
+  max_end_.clear();
+  max_end_.shrink_to_fit();
   if (n == 0) {
     max_level_ = -1;
     return;
   }
-  // Bottom-up over the implicit tree: leaves are the even indices, level-k nodes sit at
-  // i0 = 2^k - 1 in steps of 2^(k+1). A node near the end of the array can have a right child beyond
-  // it while part of that child's subtree exists: those existing indices are exactly the suffix
-  // (i, n), so a suffix maximum gives their largest end.
-  std::vector<std::int64_t> suffix_max(items_.size() + 1, std::numeric_limits<std::int64_t>::min());
-  for (std::int64_t i = n - 1; i >= 0; --i) suffix_max[i] = std::max(items_[i].end, suffix_max[i + 1]);
-  for (std::int64_t i = 0; i < n; i += 2) max_end_[i] = items_[i].end;
-  int k = 1;
-  for (; (std::int64_t{1} << k) <= n; ++k) {
-    std::int64_t x = std::int64_t{1} << (k - 1);
-    std::int64_t i0 = (x << 1) - 1;
-    std::int64_t step = x << 2;
-    for (std::int64_t i = i0; i < n; i += step) {
-      std::int64_t el = max_end_[i - x];
-      std::int64_t er = i + x < n ? max_end_[i + x] : suffix_max[i + 1];
-      max_end_[i] = std::max({items_[i].end, el, er});
+  int top = 0;  // the root's level: the largest k with 2^k <= n
+  while ((std::int64_t{2} << top) <= n) ++top;
+  max_level_ = top;
+  if (top <= kScanLevel) return;  // every query scans the whole array
+  // Level-k nodes sit at 2^k - 1 in steps of 2^(k+1) and cover [x - 2^k + 1, x + 2^k - 1]. Those of level
+  // kScanLevel take the largest end of their subtree by a scan; each higher level, bottom-up, from its
+  // children. A node near the array's end can have a right child beyond it while part of that child's
+  // subtree exists: those existing indices are exactly (x, n), scanned (at most one such node per level).
+  max_end_.assign(static_cast<std::size_t>(n >> kScanLevel) + 1, std::numeric_limits<std::int64_t>::min());
+  auto stored = [&](std::int64_t x) -> std::int64_t& { return max_end_[static_cast<std::size_t>(x >> kScanLevel)]; };
+  auto scan_max = [&](std::int64_t from, std::int64_t to) {  // largest end in [from, to)
+    std::int64_t m = std::numeric_limits<std::int64_t>::min();
+    for (std::int64_t i = from; i < to; ++i) m = std::max(m, items_[i].end);
+    return m;
+  };
+  {
+    const std::int64_t half = (std::int64_t{1} << kScanLevel) - 1;
+    for (std::int64_t x = half; x < n; x += std::int64_t{2} << kScanLevel)
+      stored(x) = scan_max(x - half, std::min(n, x + half + 1));
+  }
+  for (int k = kScanLevel + 1; k <= top; ++k) {
+    const std::int64_t half = std::int64_t{1} << (k - 1);  // distance to either child
+    for (std::int64_t x = (std::int64_t{1} << k) - 1; x < n; x += std::int64_t{2} << k) {
+      const std::int64_t right = x + half < n ? stored(x + half) : scan_max(x + 1, n);
+      stored(x) = std::max({items_[x].end, stored(x - half), right});
     }
   }
-  max_level_ = k - 1;
 }
 
 IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, std::int64_t hi) const {

@@ -2,7 +2,8 @@
 // A static interval index answering stabbing queries ("which intervals contain t?") in O(log n + k):
 // intervals sorted by start in one array, read as an implicit balanced binary tree whose nodes carry
 // the largest end in their subtree (the layout of Heng Li's cgranges). Built once, queried many times,
-// no pointers, 24 bytes per interval.
+// no pointers, 21 bytes per interval: a 10M-kernel trace indexes about 40M ranges, so every byte here is
+// 40 MB of peak memory.
 #include <cstdint>
 #include <vector>
 
@@ -10,11 +11,16 @@ namespace opprof {
 
 class IntervalIndex {
  public:
+  // Packed to 20 bytes (the padding after id made 24): x86-64 and AArch64 load 8 bytes at any 4-byte
+  // alignment at full speed. No one takes a member's address, so nothing else sees the packing.
+#pragma pack(push, 4)
   struct Interval {
     std::int64_t start;
     std::int64_t end;  // inclusive: an interval contains t when start <= t <= end
     std::uint32_t id;
   };
+#pragma pack(pop)
+  static_assert(sizeof(Interval) == 20);
 
   void reserve(std::size_t n) { items_.reserve(n); }
   void add(std::int64_t start, std::int64_t end, std::uint32_t id) { items_.push_back({start, end, id}); }
@@ -42,7 +48,10 @@ class IntervalIndex {
 
  private:
   std::vector<Interval> items_;
-  std::vector<std::int64_t> max_end_;  // per implicit-tree node: max end in its subtree
+  // Subtrees of level kScanLevel and below are scanned linearly, so only the nodes above keep the largest
+  // end in their subtree: node x of level >= kScanLevel (its low kScanLevel bits all ones) at x >> kScanLevel.
+  static constexpr int kScanLevel = 3;
+  std::vector<std::int64_t> max_end_;
   int max_level_ = -1;
 };
 
@@ -61,7 +70,7 @@ void IntervalIndex::for_each_containing(std::int64_t lo, std::int64_t hi, F&& f)
   stack[top++] = {(std::int64_t{1} << max_level_) - 1, max_level_, false};
   while (top) {
     Frame z = stack[--top];
-    if (z.k <= 3) {  // small subtree: scan it linearly
+    if (z.k <= kScanLevel) {  // small subtree: scan it linearly
       std::int64_t i0 = z.x >> z.k << z.k;
       std::int64_t i1 = i0 + (std::int64_t{1} << (z.k + 1)) - 1;
       if (i1 >= n) i1 = n;
@@ -70,7 +79,7 @@ void IntervalIndex::for_each_containing(std::int64_t lo, std::int64_t hi, F&& f)
     } else if (!z.left_done) {
       std::int64_t y = z.x - (std::int64_t{1} << (z.k - 1));  // left child
       stack[top++] = {z.x, z.k, true};
-      if (y >= n || max_end_[y] >= hi) stack[top++] = {y, z.k - 1, false};
+      if (y >= n || max_end_[y >> kScanLevel] >= hi) stack[top++] = {y, z.k - 1, false};
     } else if (z.x < n && items_[z.x].start <= lo) {
       if (items_[z.x].end >= hi) f(items_[z.x]);
       stack[top++] = {z.x + (std::int64_t{1} << (z.k - 1)), z.k - 1, false};  // right child
