@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
     std::size_t thread_ranges = 0, stream_ranges = 0;
     std::map<std::string, std::size_t> by_kind;
     for (std::size_t i = 0; i < tl.ranges.size(); ++i) {
-      (tl.ranges.scope[i] == opprof::RangeScope::kStream ? stream_ranges : thread_ranges)++;
+      (tl.ranges.scope(i) == opprof::RangeScope::kStream ? stream_ranges : thread_ranges)++;
       ++by_kind[opprof::to_string(tl.ranges.kind[i])];
     }
     std::printf("timeline kernels=%zu launches=%zu thread_ranges=%zu stream_ranges=%zu", tl.kernels.size(),
@@ -209,8 +209,8 @@ int main(int argc, char** argv) {
     for (const auto& [domain, n] : by_domain) std::printf("timeline domain=\"%s\" ranges=%zu\n", domain.c_str(), n);
     std::map<std::tuple<std::uint32_t, std::int64_t, std::int64_t>, std::vector<std::size_t>> stream_ranges_at;
     for (std::size_t i = 0; i < tl.ranges.size(); ++i)
-      if (tl.ranges.scope[i] == opprof::RangeScope::kStream)
-        stream_ranges_at[{static_cast<std::uint32_t>(tl.ranges.owner[i]), tl.ranges.start_ns[i], tl.ranges.end_ns[i]}]
+      if (tl.ranges.scope(i) == opprof::RangeScope::kStream)
+        stream_ranges_at[{static_cast<std::uint32_t>(tl.ranges.owner(i)), tl.ranges.start_ns[i], tl.ranges.end_ns[i]}]
             .push_back(i);
     std::set<std::string> stack_shown;
     for (std::size_t i = 0; i < tl.kernels.size() && stack_shown.size() < 8; ++i) {
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < tl.ranges.size() && texts.size() < 12; ++i)
       if (texts.insert(std::string(tl.str(tl.ranges.text[i]))).second)
         std::printf("timeline range kind=%s scope=%s text=\"%s\" domain=\"%s\"\n", opprof::to_string(tl.ranges.kind[i]),
-                    tl.ranges.scope[i] == opprof::RangeScope::kStream ? "stream" : "thread",
+                    tl.ranges.scope(i) == opprof::RangeScope::kStream ? "stream" : "thread",
                     std::string(tl.str(tl.ranges.text[i])).c_str(), std::string(tl.str(tl.ranges.domain[i])).c_str());
   } catch (const std::exception& e) {
     std::printf("timeline error=\"%s\"\n", e.what());

@@ -204,7 +204,6 @@ inline void build_test_profile(TestProfile& p) {
   tl.ranges.add(RangeKind::kOperator, RangeScope::kStream, S.intern("aten::add"), cpu_op, 4242, 7, 5900, 6300);  // r2
   tl.ranges.add(RangeKind::kOperator, RangeScope::kThread, S.intern("aten::_cudnn_rnn"), cpu_op, 4242, 77, 7800, 9100);
   tl.ranges.depth[0] = 1;
-  tl.ranges.device[2] = 0;
   tl.ranges.external_id[0] = 501;
 
   p.attribute(AttributionPath::kCorrelation, 1.0f, 0, "aten::mm", "aten::linear", "h.0.mlp.c_fc",

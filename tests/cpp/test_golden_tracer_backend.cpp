@@ -87,7 +87,7 @@ std::size_t expect_operator_ranges_enclose_launches(const Timeline& tl) {
     ++operators;
     bool launched = false;
     for (std::size_t l = 0; l < tl.launches.size() && !launched; ++l)
-      launched = tl.launches.tid[l] == tl.ranges.owner[r] && tl.launches.cpu_start_ns[l] >= tl.ranges.start_ns[r] &&
+      launched = tl.launches.tid[l] == tl.ranges.owner(r) && tl.launches.cpu_start_ns[l] >= tl.ranges.start_ns[r] &&
                  tl.launches.cpu_start_ns[l] <= tl.ranges.end_ns[r];
     EXPECT_TRUE(launched) << tl.str(tl.ranges.text[r]) << " at " << tl.ranges.start_ns[r];
   }

@@ -211,16 +211,16 @@ TEST_F(KinetoReaderTest, CompiledMlpTraceRangeKinds) {
       EXPECT_EQ(domain, "cpu_op");
     }
     if (tl.ranges.kind[i] == RangeKind::kCompiledRegion) {
-      if (tl.ranges.scope[i] == RangeScope::kThread) {
+      if (tl.ranges.scope(i) == RangeScope::kThread) {
         ++compiled_thread;
-        EXPECT_EQ(tl.ranges.pid[i], 771u);
-        EXPECT_EQ(tl.ranges.owner[i], 771u);
+        EXPECT_EQ(tl.ranges.pid(i), 771u);
+        EXPECT_EQ(tl.ranges.owner(i), 771u);
       } else {
         ++compiled_stream;
         EXPECT_EQ(domain, "gpu_user_annotation");
-        EXPECT_EQ(tl.ranges.owner[i], 7u);
-        EXPECT_EQ(tl.ranges.device[i], 0u);
-        EXPECT_EQ(tl.ranges.pid[i], 771u) << "linked through External id to the CPU-side annotation";
+        EXPECT_EQ(tl.ranges.owner(i), 7u);
+        EXPECT_EQ(tl.ranges.device(i), 0u);
+        EXPECT_EQ(tl.ranges.pid(i), 771u) << "linked through External id to the CPU-side annotation";
         EXPECT_TRUE(text.starts_with("## Call CompiledFxGraph fixcfmfn3ts7f2hlr6ieyc2j3g2ewah5i5kdrjvpdj63e3wfc6ak"));
       }
     }
@@ -271,7 +271,7 @@ TEST_F(KinetoReaderTest, EagerGpt2TraceLinksEveryKernelToItsProcess) {
   }
   for (std::size_t i = 0; i < tl.ranges.size(); ++i) {
     EXPECT_EQ(tl.ranges.kind[i], RangeKind::kOperator);
-    EXPECT_EQ(tl.ranges.owner[i], 457u);
+    EXPECT_EQ(tl.ranges.owner(i), 457u);
   }
   // "ts": 5104113816355.811, "dur": 2.496 -- the first kernel.
   EXPECT_EQ(tl.kernels.start_ns[0], 5104113816355811);
@@ -524,23 +524,23 @@ TEST_F(KinetoReaderTest, AnnotationKindsAndModulePrefixStripping) {
   EXPECT_EQ(r.kind[5], RangeKind::kOther);
   EXPECT_EQ(tl.str(r.domain[5]), "python_function");
   for (std::size_t i = 0; i < 6; ++i) {
-    EXPECT_EQ(r.scope[i], RangeScope::kThread);
-    EXPECT_EQ(r.pid[i], 10u);
-    EXPECT_EQ(r.owner[i], 11u);
+    EXPECT_EQ(r.scope(i), RangeScope::kThread);
+    EXPECT_EQ(r.pid(i), 10u);
+    EXPECT_EQ(r.owner(i), 11u);
   }
   EXPECT_EQ(r.start_ns[0], 100000);
   EXPECT_EQ(r.end_ns[0], 190000);
   // Stream ranges: owner and device from args, else from tid and pid; pid from the CPU annotation.
   EXPECT_EQ(r.kind[6], RangeKind::kModule);
   EXPECT_EQ(tl.str(r.text[6]), "layers.0");
-  EXPECT_EQ(r.scope[6], RangeScope::kStream);
-  EXPECT_EQ(r.owner[6], 13u);
-  EXPECT_EQ(r.device[6], 1u);
-  EXPECT_EQ(r.pid[6], 10u);
+  EXPECT_EQ(r.scope(6), RangeScope::kStream);
+  EXPECT_EQ(r.owner(6), 13u);
+  EXPECT_EQ(r.device(6), 1u);
+  EXPECT_EQ(r.pid(6), 10u);
   EXPECT_EQ(r.kind[7], RangeKind::kAnnotation);
-  EXPECT_EQ(r.owner[7], 20u);
-  EXPECT_EQ(r.device[7], 2u);
-  EXPECT_EQ(r.pid[7], 0u) << "no CPU annotation with External id 77";
+  EXPECT_EQ(r.owner(7), 20u);
+  EXPECT_EQ(r.device(7), 2u);
+  EXPECT_EQ(r.pid(7), 0u) << "no CPU annotation with External id 77";
 }
 
 TEST_F(KinetoReaderTest, MemcpyKernelWithoutLaunchAndDeviceFromPid) {
@@ -587,10 +587,10 @@ TEST_F(KinetoReaderTest, NamedPidAndTidOnARealEventDoNotCrash) {
   });
   Timeline tl = read_kineto_trace(write("t.json", text));
   ASSERT_EQ(tl.ranges.size(), 2u);
-  EXPECT_GE(tl.ranges.pid[0], 0x80000000u);
-  EXPECT_EQ(tl.metadata["process." + std::to_string(tl.ranges.pid[0]) + ".name"], "Spans");
-  EXPECT_EQ(tl.ranges.pid[1], 42u) << "numeric text is a number";
-  EXPECT_EQ(tl.ranges.owner[1], 43u);
+  EXPECT_GE(tl.ranges.pid(0), 0x80000000u);
+  EXPECT_EQ(tl.metadata["process." + std::to_string(tl.ranges.pid(0)) + ".name"], "Spans");
+  EXPECT_EQ(tl.ranges.pid(1), 42u) << "numeric text is a number";
+  EXPECT_EQ(tl.ranges.owner(1), 43u);
   EXPECT_EQ(tl.metadata["trace.ignored_events.Trace"], "1");
 }
 

@@ -159,8 +159,8 @@ TEST(NsysSqlite, ReadsKernelsLaunchesMemcpysAndNvtx) {
   EXPECT_EQ(tl.ranges.depth[layer], 1);
   EXPECT_EQ(tl.ranges.depth[mm], 2);
   EXPECT_EQ(tl.ranges.depth[async], -1);
-  EXPECT_EQ(tl.ranges.owner[forward], 4250u);
-  EXPECT_EQ(tl.ranges.pid[forward], 4242u);
+  EXPECT_EQ(tl.ranges.owner(forward), 4250u);
+  EXPECT_EQ(tl.ranges.pid(forward), 4242u);
   EXPECT_EQ(tl.ranges.end_ns[forward], 2900);
   EXPECT_EQ(tl.ranges.end_ns[open], 3010);  // no end in the export: the last event's time
   EXPECT_TRUE(tl.metadata.count("warning.unclosed_ranges"));

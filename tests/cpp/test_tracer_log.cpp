@@ -41,7 +41,7 @@ class TempLog {
 
 std::size_t find_range(const Timeline& tl, std::string_view text, RangeScope scope = RangeScope::kThread) {
   for (std::size_t i = 0; i < tl.ranges.size(); ++i)
-    if (tl.str(tl.ranges.text[i]) == text && tl.ranges.scope[i] == scope) return i;
+    if (tl.str(tl.ranges.text[i]) == text && tl.ranges.scope(i) == scope) return i;
   return kNoIndex;
 }
 
@@ -147,11 +147,11 @@ TEST(TracerLog, RoundTripsEveryRecordType) {
   EXPECT_EQ(tl.ranges.end_ns[mm], 1500);
   EXPECT_EQ(tl.ranges.end_ns[layer], 1600);
   EXPECT_EQ(tl.ranges.end_ns[forward], 1700);
-  EXPECT_EQ(tl.ranges.owner[forward], 100u);
+  EXPECT_EQ(tl.ranges.owner(forward), 100u);
   EXPECT_EQ(tl.ranges.depth[async], -1);
   EXPECT_EQ(tl.ranges.start_ns[async], 1650);
   EXPECT_EQ(tl.ranges.end_ns[async], 1800);
-  EXPECT_EQ(tl.ranges.owner[async], 100u);
+  EXPECT_EQ(tl.ranges.owner(async), 100u);
 
   const std::size_t window = find_range(tl, "capture window");
   ASSERT_NE(window, kNoIndex);
@@ -380,9 +380,9 @@ TEST(TracerLog, GraphReplayedKernelsGetStreamRangesFromTheirCaptureStack) {
   for (std::size_t r : {outer, inner}) {
     EXPECT_EQ(tl.ranges.start_ns[r], 1000);
     EXPECT_EQ(tl.ranges.end_ns[r], 1100);
-    EXPECT_EQ(tl.ranges.owner[r], 13u);
-    EXPECT_EQ(tl.ranges.device[r], 1u);
-    EXPECT_EQ(tl.ranges.pid[r], 9u);
+    EXPECT_EQ(tl.ranges.owner(r), 13u);
+    EXPECT_EQ(tl.ranges.device(r), 1u);
+    EXPECT_EQ(tl.ranges.pid(r), 9u);
   }
   EXPECT_EQ(tl.ranges.depth[outer], 0);
   EXPECT_EQ(tl.ranges.depth[inner], 1);
@@ -498,7 +498,7 @@ TEST(TracerLog, ReplayedKernelsFallBackToCaptureLaunchOrder) {
   EXPECT_EQ(tl.metadata.at("graph.resolved_by_node_id"), "0");
   auto range_over = [&](std::int64_t start) -> std::string {
     for (std::size_t i = 0; i < tl.ranges.size(); ++i)
-      if (tl.ranges.scope[i] == RangeScope::kStream && tl.ranges.start_ns[i] == start)
+      if (tl.ranges.scope(i) == RangeScope::kStream && tl.ranges.start_ns[i] == start)
         return std::string(tl.str(tl.ranges.text[i]));
     return "";
   };

@@ -67,9 +67,9 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   const ThreadRangeIndexes threads = build_thread_range_indexes(tl);
   std::unordered_map<std::uint64_t, StreamIndexes> streams;
   for (std::size_t i = 0; i < r.size(); ++i) {
-    if (r.scope[i] != RangeScope::kStream) continue;
+    if (r.scope(i) != RangeScope::kStream) continue;
     auto id = static_cast<std::uint32_t>(i);
-    StreamIndexes& s = streams[stream_key(r.device[i], r.owner[i])];
+    StreamIndexes& s = streams[stream_key(r.device(i), r.owner(i))];
     switch (r.kind[i]) {
       case RangeKind::kOperator:
       case RangeKind::kAnnotation: s.ops.add(r.start_ns[i], r.end_ns[i], id); break;

@@ -47,24 +47,24 @@ class AutogradLinker {
   explicit AutogradLinker(const Timeline& tl) : tl_(tl) {
     const RangeTable& r = tl.ranges;
     for (std::size_t i = 0; i < r.size(); ++i) {
-      if (r.scope[i] != RangeScope::kThread || r.kind[i] != RangeKind::kOperator) continue;
+      if (r.scope(i) != RangeScope::kThread || r.kind[i] != RangeKind::kOperator) continue;
       if (r.sequence_nr[i] == kNoSequenceNr || r.forward_thread[i] != 0) continue;
       // The operator that created the node is the last to start among those that saw its number (an
       // aten::linear and the aten::t it calls share the number of the TBackward0 node aten::t creates).
-      auto [it, inserted] = forward_.try_emplace(SeqKey{r.pid[i], r.owner[i], r.sequence_nr[i]}, i);
+      auto [it, inserted] = forward_.try_emplace(SeqKey{r.pid(i), r.owner(i), r.sequence_nr[i]}, i);
       if (!inserted && r.start_ns[i] >= r.start_ns[it->second]) it->second = static_cast<std::uint32_t>(i);
-      auto [t, first] = forward_threads_.try_emplace(r.pid[i], r.owner[i]);
-      if (!first && t->second != r.owner[i]) t->second = kSeveral;
+      auto [t, first] = forward_threads_.try_emplace(r.pid(i), r.owner(i));
+      if (!first && t->second != r.owner(i)) t->second = kSeveral;
     }
     for (std::size_t i = 0; i < r.size(); ++i)
-      if (r.scope[i] == RangeScope::kThread && r.sequence_nr[i] != kNoSequenceNr && r.forward_thread[i] != 0)
-        numbered_nodes_[ThreadKey{r.pid[i], r.owner[i]}].push_back(static_cast<std::uint32_t>(i));
+      if (r.scope(i) == RangeScope::kThread && r.sequence_nr[i] != kNoSequenceNr && r.forward_thread[i] != 0)
+        numbered_nodes_[ThreadKey{r.pid(i), r.owner(i)}].push_back(static_cast<std::uint32_t>(i));
     for (auto& [key, ids] : numbered_nodes_)
       std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) { return r.start_ns[a] < r.start_ns[b]; });
     for (const AutogradLink& link : tl.autograd_links) {
       linked_.emplace(link.backward_range, link.forward_range);
       const std::uint32_t b = link.backward_range, f = link.forward_range;
-      if (r.forward_thread[b] != 0) os_thread_.emplace(SeqKey{r.pid[b], r.forward_thread[b], 0}, r.owner[f]);
+      if (r.forward_thread[b] != 0) os_thread_.emplace(SeqKey{r.pid(b), r.forward_thread[b], 0}, r.owner(f));
     }
   }
 
@@ -82,13 +82,13 @@ class AutogradLinker {
     // Sequence numbers count per thread: the forward thread is the one the flows showed for this
     // RecordFunction thread id, else the only thread of the process that ran numbered forward operators.
     std::uint64_t thread = kSeveral;
-    if (auto it = os_thread_.find(SeqKey{r.pid[b], r.forward_thread[b], 0}); it != os_thread_.end()) {
+    if (auto it = os_thread_.find(SeqKey{r.pid(b), r.forward_thread[b], 0}); it != os_thread_.end()) {
       thread = it->second;
-    } else if (auto t = forward_threads_.find(r.pid[b]); t != forward_threads_.end()) {
+    } else if (auto t = forward_threads_.find(r.pid(b)); t != forward_threads_.end()) {
       thread = t->second;
     }
     if (thread == kSeveral) return kNoIndex;
-    auto it = forward_.find(SeqKey{r.pid[b], thread, r.sequence_nr[b]});
+    auto it = forward_.find(SeqKey{r.pid(b), thread, r.sequence_nr[b]});
     return it == forward_.end() ? kNoIndex : it->second;
   }
 
@@ -96,7 +96,7 @@ class AutogradLinker {
   // The first numbered backward-node range that starts inside range b on b's thread and ends inside it.
   std::uint32_t numbered_node_inside(std::uint32_t b) const {
     const RangeTable& r = tl_.ranges;
-    auto it = numbered_nodes_.find(ThreadKey{r.pid[b], r.owner[b]});
+    auto it = numbered_nodes_.find(ThreadKey{r.pid(b), r.owner(b)});
     if (it == numbered_nodes_.end()) return kNoIndex;
     const std::vector<std::uint32_t>& ids = it->second;
     auto first = std::lower_bound(ids.begin(), ids.end(), r.start_ns[b],
@@ -208,7 +208,7 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
       const std::uint32_t f = linker.forward_of(node->id);
       if (f != kNoIndex) {
         it->second.op = r.text[f];
-        if (const auto* fth = threads.find(r.pid[f], r.owner[f]))
+        if (const auto* fth = threads.find(r.pid(f), r.owner(f)))
           if (const auto* mod = fth->modules.innermost(r.start_ns[f], r.start_ns[f])) it->second.module = r.text[mod->id];
       }
     }

@@ -19,7 +19,7 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
   ThreadRangeIndexes::Key last_key{0, 0};
   ThreadRangeIndexes::PerThread* last = nullptr;
   auto thread_of = [&](std::size_t i) -> ThreadRangeIndexes::PerThread& {
-    const ThreadRangeIndexes::Key key{r.pid[i], r.owner[i]};
+    const ThreadRangeIndexes::Key key{r.pid(i), r.owner(i)};
     if (!last || !(key == last_key)) {
       last = &out.threads[key];  // unordered_map nodes do not move
       last_key = key;
@@ -30,7 +30,7 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
   // their vectors double (a 10M-kernel trace's 40M ranges: a GB of intervals, and as much again in growth).
   auto for_each_indexed = [&](auto&& f) {
     for (std::size_t i = 0; i < r.size(); ++i)
-      if (r.scope[i] == RangeScope::kThread)
+      if (r.scope(i) == RangeScope::kThread)
         if (IntervalIndex* index = index_in(thread_of(i), r.kind[i])) f(*index, i);
   };
   std::unordered_map<IntervalIndex*, std::size_t> sizes;

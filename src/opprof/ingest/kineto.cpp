@@ -1511,8 +1511,7 @@ void KinetoReader::add_range(const Event& ev, Category& cat, std::int64_t start,
     // linked after reading, through the CPU-side annotation with the same External id.
     const std::uint64_t device = ev.args.device ? *ev.args.device : resolve_id(ev.pid, true, 0);
     const std::uint64_t stream = ev.args.stream ? *ev.args.stream : resolve_id(ev.tid, false, device);
-    row = r.add(kind, RangeScope::kStream, intern(text), cat.id, 0, stream, start, end);
-    r.device[row] = to_u32(device);
+    row = r.add(kind, RangeScope::kStream, intern(text), cat.id, 0, stream, start, end, to_u32(device));
   } else {
     const std::uint64_t pid = resolve_id(ev.pid, true, 0);
     const std::uint64_t tid = resolve_id(ev.tid, false, pid);
@@ -1588,16 +1587,16 @@ void KinetoReader::link_stream_ranges_to_processes() {
   RangeTable& r = tl_.ranges;
   std::unordered_map<std::uint64_t, std::uint32_t> pid_of_external;
   for (std::size_t i = 0; i < r.size(); ++i)
-    if (r.scope[i] == RangeScope::kStream && r.external_id[i] != 0) pid_of_external.emplace(r.external_id[i], 0);
+    if (r.scope(i) == RangeScope::kStream && r.external_id[i] != 0) pid_of_external.emplace(r.external_id[i], 0);
   if (pid_of_external.empty()) return;
   std::unordered_set<std::uint64_t> found;
   for (std::size_t i = 0; i < r.size(); ++i) {
-    if (r.scope[i] != RangeScope::kThread) continue;
+    if (r.scope(i) != RangeScope::kThread) continue;
     auto it = pid_of_external.find(r.external_id[i]);
-    if (it != pid_of_external.end() && found.insert(it->first).second) it->second = r.pid[i];
+    if (it != pid_of_external.end() && found.insert(it->first).second) it->second = r.pid(i);
   }
   for (std::size_t i = 0; i < r.size(); ++i)
-    if (r.scope[i] == RangeScope::kStream && r.external_id[i] != 0) r.pid[i] = pid_of_external[r.external_id[i]];
+    if (r.scope(i) == RangeScope::kStream && r.external_id[i] != 0) r.set_pid(i, pid_of_external[r.external_id[i]]);
 }
 
 void KinetoReader::link_forward_backward_flows() {
@@ -1618,8 +1617,8 @@ void KinetoReader::link_forward_backward_flows() {
   const RangeTable& r = tl_.ranges;
   std::unordered_map<Key, std::uint32_t, KeyHash> numbered;
   for (std::size_t i = 0; i < r.size(); ++i) {
-    if (r.scope[i] != RangeScope::kThread || r.sequence_nr[i] == kNoSequenceNr) continue;
-    auto [it, inserted] = numbered.try_emplace(Key{r.pid[i], r.owner[i], r.start_ns[i]}, static_cast<std::uint32_t>(i));
+    if (r.scope(i) != RangeScope::kThread || r.sequence_nr[i] == kNoSequenceNr) continue;
+    auto [it, inserted] = numbered.try_emplace(Key{r.pid(i), r.owner(i), r.start_ns[i]}, static_cast<std::uint32_t>(i));
     if (!inserted && r.end_ns[i] > r.end_ns[it->second]) it->second = static_cast<std::uint32_t>(i);  // the outer one
   }
   std::unordered_map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> by_id;  // id -> (forward, backward)
@@ -1650,8 +1649,8 @@ void KinetoReader::nest_python_module_ranges() {
   std::vector<std::uint32_t> rows = python_module_ranges_;
   // Per thread by start, the enclosing range before the ranges it encloses.
   std::sort(rows.begin(), rows.end(), [&](std::uint32_t x, std::uint32_t y) {
-    return std::tuple(r.pid[x], r.owner[x], r.start_ns[x], -r.end_ns[x], x) <
-           std::tuple(r.pid[y], r.owner[y], r.start_ns[y], -r.end_ns[y], y);
+    return std::tuple(r.pid(x), r.owner(x), r.start_ns[x], -r.end_ns[x], x) <
+           std::tuple(r.pid(y), r.owner(y), r.start_ns[y], -r.end_ns[y], y);
   });
   struct Open {
     std::uint32_t row;
@@ -1659,7 +1658,7 @@ void KinetoReader::nest_python_module_ranges() {
   };
   std::vector<Open> stack;
   for (std::uint32_t row : rows) {
-    while (!stack.empty() && (r.pid[stack.back().row] != r.pid[row] || r.owner[stack.back().row] != r.owner[row] ||
+    while (!stack.empty() && (r.pid(stack.back().row) != r.pid(row) || r.owner(stack.back().row) != r.owner(row) ||
                               r.end_ns[stack.back().row] < r.end_ns[row] || r.end_ns[stack.back().row] <= r.start_ns[row]))
       stack.pop_back();
     std::string_view name = tl_.str(r.text[row]).substr(kModuleRangePrefix.size());

@@ -560,8 +560,7 @@ class Builder {
       std::string_view kept;
       const RangeKind kind = classify_nvtx_range(text((*stack)[i].text_sid), &kept);
       const std::size_t r = tl_.ranges.add(kind, RangeScope::kStream, tl_.strings.intern(kept), str((*stack)[i].domain_sid),
-                                           k.pid[row], k.stream[row], k.start_ns[row], k.end_ns[row]);
-      tl_.ranges.device[r] = k.device[row];
+                                           k.pid[row], k.stream[row], k.start_ns[row], k.end_ns[row], k.device[row]);
       tl_.ranges.depth[r] = static_cast<std::int32_t>(i);
     }
   }

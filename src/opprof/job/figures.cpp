@@ -38,7 +38,7 @@ class DescribedCollectives {
  public:
   explicit DescribedCollectives(const Timeline& tl) : r_(tl.ranges) {
     for (const CommunicationArgs& a : tl.communication_args)
-      if (r_.scope[a.range] == RangeScope::kThread) by_thread_[{r_.pid[a.range], r_.owner[a.range]}].ranges.push_back(a.range);
+      if (r_.scope(a.range) == RangeScope::kThread) by_thread_[{r_.pid(a.range), r_.owner(a.range)}].ranges.push_back(a.range);
     for (auto& [thread, t] : by_thread_) {
       // By start; of ranges that start together the outer (later end) first, so that the backward scan in
       // around() meets the innermost first; of equal ones the earlier row last.
@@ -58,7 +58,7 @@ class DescribedCollectives {
   // The innermost one around op_range on its thread (the latest start that contains it); kNoIndex if none.
   std::uint32_t around(std::uint32_t op_range) const {
     if (op_range == kNoIndex) return kNoIndex;
-    auto found = by_thread_.find({r_.pid[op_range], r_.owner[op_range]});
+    auto found = by_thread_.find({r_.pid(op_range), r_.owner(op_range)});
     if (found == by_thread_.end()) return kNoIndex;
     const Thread& t = found->second;
     const std::int64_t s = r_.start_ns[op_range], e = r_.end_ns[op_range];
@@ -193,8 +193,8 @@ JobFigures compute_job_figures(const Timeline& tl, const AttributionTable& attr,
   // that c10d::allreduce_ around gloo:all_reduce is not counted twice.
   const RangeTable& r = tl.ranges;
   for (std::size_t i = 0; i < r.size(); ++i) {
-    if (r.scope[i] != RangeScope::kThread) continue;
-    auto it = rank_of_pid.find(r.pid[i]);
+    if (r.scope(i) != RangeScope::kThread) continue;
+    auto it = rank_of_pid.find(r.pid(i));
     if (it == rank_of_pid.end()) continue;
     const std::string collective = collective_of_range(tl.str(r.text[i]));
     if (collective.empty()) continue;

@@ -114,8 +114,10 @@ std::vector<StrId> append_timeline(Timeline& out, const Timeline& in, std::uint3
                  &L::external_id);
   append_string_columns(out.launches, in.launches, remap, &L::api);
   using R = RangeTable;
-  append_columns(out.ranges, in.ranges, &R::kind, &R::scope, &R::pid, &R::owner, &R::device, &R::start_ns, &R::end_ns,
-                 &R::external_id, &R::depth, &R::sequence_nr, &R::forward_thread);
+  append_columns(out.ranges, in.ranges, &R::kind, &R::start_ns, &R::end_ns, &R::external_id, &R::depth, &R::sequence_nr,
+                 &R::forward_thread);
+  out.ranges.track.reserve(out.ranges.track.size() + in.ranges.size());
+  for (std::uint32_t t : in.ranges.track) out.ranges.track.push_back(out.ranges.track_id(in.ranges.tracks()[t]));
   append_string_columns(out.ranges, in.ranges, remap, &R::text, &R::domain);
   for (const AutogradLink& a : in.autograd_links)
     out.autograd_links.push_back({a.forward_range + range_offset, a.backward_range + range_offset});

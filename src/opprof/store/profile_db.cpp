@@ -86,8 +86,9 @@ void validate_inputs(const ProfileInputs& in) {
   const Timeline& tl = *in.timeline;
   const KernelTable& k = tl.kernels;
   const RangeTable& r = tl.ranges;
-  check_columns("ranges", r.size(), r.kind, r.scope, r.text, r.domain, r.pid, r.owner, r.device, r.start_ns, r.end_ns,
-                r.external_id, r.depth);
+  check_columns("ranges", r.size(), r.kind, r.track, r.text, r.domain, r.start_ns, r.end_ns, r.external_id, r.depth);
+  for (std::uint32_t t : r.track)
+    if (t >= r.tracks().size()) throw OutputError(fmt::format("ranges: track {} of {} does not exist", t, r.tracks().size()));
   const AttributionTable& a = *in.attribution;
   check_columns("attribution", k.size(), a.path, a.confidence, a.op_range, a.op, a.top_op, a.module, a.module_source,
                 a.fused_ops, a.fx_nodes, a.provenance_handle, a.source_line, a.family, a.reason, a.opaque,
@@ -407,12 +408,12 @@ class Writer {
                   const std::size_t i = rows[row];
                   s.bind_int(p, static_cast<std::int64_t>(i));
                   s.bind_int(p + 1, name_id(kRangeKindNames, r.kind[i]));
-                  s.bind_int(p + 2, name_id(kRangeScopeNames, r.scope[i]));
+                  s.bind_int(p + 2, name_id(kRangeScopeNames, r.scope(i)));
                   bind_string_id_required(s, p + 3, r.text[i], "ranges", i, "text");
                   bind_string_id(s, p + 4, r.domain[i], "ranges", i, "domain");
-                  s.bind_int(p + 5, r.pid[i]);
-                  s.bind_int(p + 6, as_i64(r.owner[i]));
-                  s.bind_int(p + 7, r.device[i]);
+                  s.bind_int(p + 5, r.pid(i));
+                  s.bind_int(p + 6, as_i64(r.owner(i)));
+                  s.bind_int(p + 7, r.device(i));
                   s.bind_int(p + 8, r.start_ns[i]);
                   s.bind_int(p + 9, r.end_ns[i]);
                   if (r.depth[i] < 0)

@@ -36,16 +36,29 @@ std::size_t LaunchTable::add(StrId api_name, std::uint32_t process, std::uint64_
 }
 
 void RangeTable::reserve(std::size_t n) {
-  kind.reserve(n); scope.reserve(n); text.reserve(n); domain.reserve(n); pid.reserve(n); owner.reserve(n);
-  device.reserve(n); start_ns.reserve(n); end_ns.reserve(n); external_id.reserve(n); depth.reserve(n);
-  sequence_nr.reserve(n); forward_thread.reserve(n);
+  kind.reserve(n); track.reserve(n); text.reserve(n); domain.reserve(n); start_ns.reserve(n); end_ns.reserve(n);
+  external_id.reserve(n); depth.reserve(n); sequence_nr.reserve(n); forward_thread.reserve(n);
+}
+
+std::uint32_t RangeTable::track_id(const RangeTrack& t) {
+  if (last_track_ != kNoIndex && tracks_[last_track_] == t) return last_track_;
+  auto [it, inserted] = track_ids_.try_emplace(t, static_cast<std::uint32_t>(tracks_.size()));
+  if (inserted) tracks_.push_back(t);
+  last_track_ = it->second;
+  return it->second;
+}
+
+void RangeTable::set_pid(std::size_t i, std::uint32_t process) {
+  RangeTrack t = track_of(i);
+  t.pid = process;
+  track[i] = track_id(t);
 }
 
 std::size_t RangeTable::add(RangeKind k, RangeScope s, StrId txt, StrId dom, std::uint32_t process,
-                            std::uint64_t own, std::int64_t start, std::int64_t end) {
-  kind.push_back(k); scope.push_back(s); text.push_back(txt); domain.push_back(dom); pid.push_back(process);
-  owner.push_back(own); device.push_back(0); start_ns.push_back(start); end_ns.push_back(end);
-  external_id.push_back(0); depth.push_back(-1); sequence_nr.push_back(kNoSequenceNr); forward_thread.push_back(0);
+                            std::uint64_t own, std::int64_t start, std::int64_t end, std::uint32_t dev) {
+  kind.push_back(k); track.push_back(track_id({s, process, own, dev})); text.push_back(txt); domain.push_back(dom);
+  start_ns.push_back(start); end_ns.push_back(end); external_id.push_back(0); depth.push_back(-1);
+  sequence_nr.push_back(kNoSequenceNr); forward_thread.push_back(0);
   return text.size() - 1;
 }
 

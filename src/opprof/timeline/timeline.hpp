@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "contract/opprof_contract.h"
@@ -134,20 +135,27 @@ inline constexpr std::array<const char*, 2> kRangeScopeNames = {"thread", "strea
 static_assert(kRangeScopeNames.size() == static_cast<std::size_t>(RangeScope::kStream) + 1);
 inline const char* to_string(RangeScope s) { return enum_name(kRangeScopeNames, s); }
 
-// One row per named interval, on a CPU thread (owner = tid) or projected onto a GPU stream
-// (owner = stream, device set).
+// Where ranges lie: a CPU thread of a process (owner = tid) or a GPU stream (owner = stream, device set).
+struct RangeTrack {
+  RangeScope scope = RangeScope::kThread;
+  std::uint32_t pid = 0;
+  std::uint64_t owner = 0;  // tid for thread ranges, stream for stream ranges
+  std::uint32_t device = 0;
+  bool operator==(const RangeTrack&) const = default;
+};
+
+// One row per named interval, on a track. A trace has a few tracks (one per thread and stream) and tens of
+// millions of ranges, so a row holds its track's index: 4 bytes where scope, pid, owner and device took 17,
+// half a GB of a 10M-kernel trace's 40M ranges.
 struct RangeTable {
   std::vector<RangeKind> kind;
-  std::vector<RangeScope> scope;
+  std::vector<std::uint32_t> track;  // index into tracks()
   std::vector<StrId> text;
   std::vector<StrId> domain;  // NVTX domain or the trace's category ("cpu_op", "user_annotation")
-  std::vector<std::uint32_t> pid;
-  std::vector<std::uint64_t> owner;  // tid for thread ranges, stream for stream ranges
-  std::vector<std::uint32_t> device;
   std::vector<std::int64_t> start_ns;
   std::vector<std::int64_t> end_ns;
   std::vector<std::uint64_t> external_id;
-  std::vector<std::int32_t> depth;  // nesting depth among ranges of the same owner; -1 until computed
+  std::vector<std::int32_t> depth;  // nesting depth among ranges of the same track; -1 until computed
   // Autograd's link between a forward operator and the backward node that differentiates it: the
   // operator's sequence number (kNoSequenceNr when it has none), and for a backward range the
   // RecordFunction thread id of the forward thread (torch.profiler's "Fwd thread id"; 0 on forward ranges).
@@ -157,7 +165,29 @@ struct RangeTable {
   std::size_t size() const { return text.size(); }
   void reserve(std::size_t n);
   std::size_t add(RangeKind k, RangeScope s, StrId txt, StrId dom, std::uint32_t process, std::uint64_t own,
-                  std::int64_t start, std::int64_t end);
+                  std::int64_t start, std::int64_t end, std::uint32_t dev = 0);
+
+  const RangeTrack& track_of(std::size_t i) const { return tracks_[track[i]]; }
+  RangeScope scope(std::size_t i) const { return track_of(i).scope; }
+  std::uint32_t pid(std::size_t i) const { return track_of(i).pid; }
+  std::uint64_t owner(std::size_t i) const { return track_of(i).owner; }
+  std::uint32_t device(std::size_t i) const { return track_of(i).device; }
+  const std::vector<RangeTrack>& tracks() const { return tracks_; }
+  // The track's index, added when new.
+  std::uint32_t track_id(const RangeTrack& t);
+  // Moves row i to the track of another process that is otherwise its track.
+  void set_pid(std::size_t i, std::uint32_t process);
+
+ private:
+  struct TrackHash {
+    std::size_t operator()(const RangeTrack& t) const noexcept {
+      return std::hash<std::uint64_t>{}((t.owner * 0x9E3779B97F4A7C15ull) ^ (std::uint64_t{t.pid} << 20) ^
+                                        (std::uint64_t{t.device} << 4) ^ static_cast<std::uint64_t>(t.scope));
+    }
+  };
+  std::vector<RangeTrack> tracks_;
+  std::unordered_map<RangeTrack, std::uint32_t, TrackHash> track_ids_;
+  std::uint32_t last_track_ = kNoIndex;  // ranges come in runs of one track: checked before the map
 };
 
 // What the trace says about one collective, on the range that carries it: torch.profiler's
