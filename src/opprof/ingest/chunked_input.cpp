@@ -69,6 +69,7 @@ class FileSource {
       gzbuffer(gz_, 1u << 18);
     } else if (regular_) {
       ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+      drop_behind_ = file_bytes_ > drop_behind_threshold();
     }
   }
   ~FileSource() {
@@ -110,6 +111,11 @@ class FileSource {
         }
         if (r == 0) break;
         total += static_cast<std::size_t>(r);
+        offset_ += static_cast<std::uint64_t>(r);
+        if (drop_behind_ && offset_ - dropped_ >= kDropBehindBytes) {
+          ::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(offset_ - dropped_), POSIX_FADV_DONTNEED);
+          dropped_ = offset_;
+        }
       }
     }
     return total;
@@ -125,9 +131,23 @@ class FileSource {
            std::uint64_t{tail[3]} << 24;
   }
 
+  // A file larger than a quarter of the machine's memory cannot stay cached beside the timeline read from
+  // it: its pages are dropped from the page cache once read, which spares the kernel reclaiming them under
+  // memory pressure (a 28.6 GB trace on a 24 GB machine: about 40 s of system time). Smaller files stay
+  // cached for the next run.
+  static constexpr std::uint64_t kDropBehindBytes = std::uint64_t{64} << 20;
+  static std::uint64_t drop_behind_threshold() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return UINT64_MAX;
+    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4;
+  }
+
   int fd_ = -1;
   gzFile gz_ = nullptr;
   bool regular_ = false;
+  bool drop_behind_ = false;
+  std::uint64_t offset_ = 0;   // bytes read so far (plain files)
+  std::uint64_t dropped_ = 0;  // of which dropped from the page cache
   std::uint64_t file_bytes_ = 0;
   std::uint64_t gzip_isize_ = 0;
 };
