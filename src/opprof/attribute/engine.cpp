@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -104,7 +105,10 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   // Path 1: correlation. Also remembers each kernel's thread module range for the projection below.
   std::vector<std::uint32_t> launch_of(n, kNoIndex);
   std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
-  std::unordered_map<StrId, StrId> backend_of_op;  // operator name -> its opaque backend, kNoString if none
+  // Operator name -> its opaque backend (kNoString if none), by string id: names repeat millions of times, so
+  // each is looked up in the opaque list once, and then in a vector rather than a hash map.
+  constexpr StrId kNotLookedUp = std::numeric_limits<StrId>::max();
+  std::vector<StrId> backend_of_op(tl.strings.size(), kNotLookedUp);
   for (std::size_t i = 0; i < n; ++i) {
     if (k.correlation[i] == kNoCorrelation) {
       a.reason[i] = reason_no_corr;
@@ -131,15 +135,16 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.top_op[i] = r.text[ops.outer->id];
       th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
         if (on_path) (*on_path)[iv.id] = 1;
-        // Operator names repeat millions of times: look each one up in the opaque list once.
-        auto [b, inserted] = backend_of_op.try_emplace(r.text[iv.id], kNoString);
-        if (inserted) {
-          std::string_view backend = opt.opaque.backend_of(tl.str(r.text[iv.id]));
-          if (!backend.empty()) b->second = tl.strings.intern(backend);
+        const StrId name = r.text[iv.id];
+        if (name >= backend_of_op.size()) backend_of_op.resize(static_cast<std::size_t>(name) + 1, kNotLookedUp);
+        StrId& backend = backend_of_op[name];
+        if (backend == kNotLookedUp) {
+          std::string_view listed = opt.opaque.backend_of(tl.str(name));
+          backend = listed.empty() ? kNoString : tl.strings.intern(listed);
         }
-        if (b->second == kNoString) return;
+        if (backend == kNoString) return;
         a.opaque[i] = 1;
-        a.opaque_backend[i] = b->second;
+        a.opaque_backend[i] = backend;
       });
     } else if (const auto ann = th->annotations.innermost_and_outermost(t, t); ann.inner) {
       // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,

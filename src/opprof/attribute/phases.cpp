@@ -118,8 +118,36 @@ class AutogradLinker {
   std::unordered_map<std::uint32_t, std::uint32_t> linked_;            // backward range -> forward range
 };
 
-bool is_backward_node(const RangeTable& r, std::uint32_t id, std::string_view text) {
-  return (r.sequence_nr[id] != kNoSequenceNr && r.forward_thread[id] != 0) || starts_with(text, kAutogradNodePrefix);
+// What the phase rules ask of a range's text, worked out once per distinct text: a 10M-kernel trace asks it
+// of every range around every launch, tens of millions of times, of a few thousand texts.
+class TextTraits {
+ public:
+  enum : std::uint8_t { kDone = 1, kOptimizerStep = 2, kCommunication = 4, kAutogradNode = 8, kOptimizerOp = 16,
+                         kCommunicationKernel = 32 };
+  explicit TextTraits(const Timeline& tl) : tl_(tl), traits_(tl.strings.size(), 0) {}
+
+  std::uint8_t of(StrId id) {
+    if (id >= traits_.size()) traits_.resize(static_cast<std::size_t>(id) + 1, 0);
+    std::uint8_t& t = traits_[id];
+    if (t == 0) {
+      const std::string_view text = tl_.str(id);
+      t = kDone;
+      if (!optimizer_class(text).empty()) t |= kOptimizerStep;
+      if (is_communication_range(text)) t |= kCommunication;
+      if (starts_with(text, kAutogradNodePrefix)) t |= kAutogradNode;
+      if (is_optimizer_operator(text)) t |= kOptimizerOp;
+      if (is_communication_kernel(text)) t |= kCommunicationKernel;
+    }
+    return t;
+  }
+
+ private:
+  const Timeline& tl_;
+  std::vector<std::uint8_t> traits_;  // per string id, 0 until worked out
+};
+
+bool is_backward_node(const RangeTable& r, std::uint32_t id, std::uint8_t traits) {
+  return (r.sequence_nr[id] != kNoSequenceNr && r.forward_thread[id] != 0) || (traits & TextTraits::kAutogradNode);
 }
 
 }  // namespace
@@ -130,6 +158,7 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
   const RangeTable& r = tl.ranges;
   const LaunchTable& l = tl.launches;
   AutogradLinker linker(tl);
+  TextTraits traits(tl);
 
   struct ForwardInfo {
     StrId op = kNoString;
@@ -139,14 +168,11 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
   std::unordered_map<StrId, StrId> optimizer_module;             // step annotation text -> "optimizer: AdamW"
   const StrId plain_optimizer = tl.strings.intern("optimizer");
   std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0, communication = 0;
-  std::unordered_map<StrId, bool> nccl_kernel;  // per kernel name
 
   for (std::size_t i = 0; i < k.size(); ++i) {
     const bool known = a.path[i] != AttributionPath::kNone || a.module[i] != kNoString;
     a.phase[i] = known ? Phase::kForward : Phase::kOther;
-    auto [nccl, fresh] = nccl_kernel.try_emplace(k.name[i], false);
-    if (fresh) nccl->second = is_communication_kernel(tl.str(k.name[i]));
-    if (nccl->second) {
+    if (traits.of(k.name[i]) & TextTraits::kCommunicationKernel) {
       a.phase[i] = Phase::kCommunication;
       ++communication;
       continue;
@@ -162,19 +188,19 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
     StrId step = kNoString;
     bool collective = false;
     th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      std::string_view text = tl.str(r.text[iv.id]);
-      if (step == kNoString && !optimizer_class(text).empty()) step = r.text[iv.id];
-      collective = collective || is_communication_range(text);
+      const std::uint8_t text = traits.of(r.text[iv.id]);
+      if (step == kNoString && (text & TextTraits::kOptimizerStep)) step = r.text[iv.id];
+      collective = collective || (text & TextTraits::kCommunication);
     });
     const IntervalIndex::Interval* node = nullptr;
     bool optimizer_op = false;
     th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      std::string_view text = tl.str(r.text[iv.id]);
+      const std::uint8_t text = traits.of(r.text[iv.id]);
       if (is_backward_node(r, iv.id, text) && (!node || iv.start > node->start ||
                                                 (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
         node = &iv;
-      optimizer_op = optimizer_op || is_optimizer_operator(text);
-      collective = collective || is_communication_range(text);
+      optimizer_op = optimizer_op || (text & TextTraits::kOptimizerOp);
+      collective = collective || (text & TextTraits::kCommunication);
     });
     if (collective) {
       a.phase[i] = Phase::kCommunication;
