@@ -126,26 +126,27 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       continue;
     }
     const std::int64_t t = l.cpu_start_ns[li];
-    if (const auto ops = th->ops.innermost_and_outermost(t, t); ops.inner) {
+    // One descent finds the innermost and outermost operator and marks every operator around the launch.
+    const auto ops = th->ops.innermost_and_outermost(t, t, [&](const IntervalIndex::Interval& iv) {
+      if (on_path) (*on_path)[iv.id] = 1;
+      const StrId name = r.text[iv.id];
+      if (name >= backend_of_op.size()) backend_of_op.resize(static_cast<std::size_t>(name) + 1, kNotLookedUp);
+      StrId& backend = backend_of_op[name];
+      if (backend == kNotLookedUp) {
+        std::string_view listed = opt.opaque.backend_of(tl.str(name));
+        backend = listed.empty() ? kNoString : tl.strings.intern(listed);
+      }
+      if (backend == kNoString) return;
+      a.opaque[i] = 1;
+      a.opaque_backend[i] = backend;
+    });
+    if (ops.inner) {
       const auto* op = ops.inner;
       a.path[i] = AttributionPath::kCorrelation;
       a.confidence[i] = confidence::kOperatorAroundLaunch;
       a.op_range[i] = op->id;
       a.op[i] = r.text[op->id];
       a.top_op[i] = r.text[ops.outer->id];
-      th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-        if (on_path) (*on_path)[iv.id] = 1;
-        const StrId name = r.text[iv.id];
-        if (name >= backend_of_op.size()) backend_of_op.resize(static_cast<std::size_t>(name) + 1, kNotLookedUp);
-        StrId& backend = backend_of_op[name];
-        if (backend == kNotLookedUp) {
-          std::string_view listed = opt.opaque.backend_of(tl.str(name));
-          backend = listed.empty() ? kNoString : tl.strings.intern(listed);
-        }
-        if (backend == kNoString) return;
-        a.opaque[i] = 1;
-        a.opaque_backend[i] = backend;
-      });
     } else if (const auto ann = th->annotations.innermost_and_outermost(t, t); ann.inner) {
       // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,
       // a library's markers) name the work instead.

@@ -4,16 +4,6 @@
 #include <limits>
 
 namespace opprof {
-namespace {
-// Whether a lies inside b among intervals that both contain a point: a later start, an earlier end, and
-// for identical bounds the later id (sources add an outer range before the ranges nested in it).
-bool inner_than(const IntervalIndex::Interval& a, const IntervalIndex::Interval& b) {
-  if (a.start != b.start) return a.start > b.start;
-  if (a.end != b.end) return a.end < b.end;
-  return a.id > b.id;
-}
-}  // namespace
-
 void IntervalIndex::build() {
   auto before = [](const Interval& a, const Interval& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -56,15 +46,6 @@ void IntervalIndex::build() {
       stored(x) = std::max({items_[x].end, stored(x - half), right});
     }
   }
-}
-
-IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, std::int64_t hi) const {
-  Bounds b;
-  for_each_containing(lo, hi, [&](const Interval& iv) {
-    if (!b.inner || inner_than(iv, *b.inner)) b.inner = &iv;
-    if (!b.outer || inner_than(*b.outer, iv)) b.outer = &iv;
-  });
-  return b;
 }
 
 const IntervalIndex::Interval* IntervalIndex::innermost(std::int64_t lo, std::int64_t hi) const {

@@ -44,7 +44,20 @@ class IntervalIndex {
     const Interval* inner = nullptr;
     const Interval* outer = nullptr;
   };
-  Bounds innermost_and_outermost(std::int64_t lo, std::int64_t hi) const;
+  Bounds innermost_and_outermost(std::int64_t lo, std::int64_t hi) const {
+    return innermost_and_outermost(lo, hi, [](const Interval&) {});
+  }
+  // The same descent also calling each(const Interval&) for every interval containing [lo, hi].
+  template <typename F>
+  Bounds innermost_and_outermost(std::int64_t lo, std::int64_t hi, F&& each) const;
+
+  // Whether a lies inside b among intervals that both contain a point: a later start, an earlier end, and
+  // for identical bounds the later id (sources add an outer range before the ranges nested in it).
+  static bool inner_than(const Interval& a, const Interval& b) {
+    if (a.start != b.start) return a.start > b.start;
+    if (a.end != b.end) return a.end < b.end;
+    return a.id > b.id;
+  }
 
  private:
   std::vector<Interval> items_;
@@ -85,6 +98,17 @@ void IntervalIndex::for_each_containing(std::int64_t lo, std::int64_t hi, F&& f)
       stack[top++] = {z.x + (std::int64_t{1} << (z.k - 1)), z.k - 1, false};  // right child
     }
   }
+}
+
+template <typename F>
+IntervalIndex::Bounds IntervalIndex::innermost_and_outermost(std::int64_t lo, std::int64_t hi, F&& each) const {
+  Bounds b;
+  for_each_containing(lo, hi, [&](const Interval& iv) {
+    if (!b.inner || inner_than(iv, *b.inner)) b.inner = &iv;
+    if (!b.outer || inner_than(*b.outer, iv)) b.outer = &iv;
+    each(iv);
+  });
+  return b;
 }
 
 }  // namespace opprof
