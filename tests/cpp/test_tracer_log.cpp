@@ -669,6 +669,42 @@ TEST(TracerLog, DeferredPushRecordsWrittenLateNestByTheirStartTime) {
   EXPECT_EQ(tl.ranges.end_ns[linear], 1340);
 }
 
+// Threads' records interleave in the log (each thread's buffer is flushed when it fills): every thread's
+// pushes and pops pair among themselves, whichever thread the file names first.
+TEST(TracerLog, InterleavedThreadsPairTheirOwnPushesAndPops) {
+  LogBuilder b(4242, 0, 1000, 5000);
+  b.string(1, "outer200").string(2, "inner200").string(3, "outer100").string(4, "inner100");
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1100, 200, 1, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1000, 100, 3, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 200, 2, 0, 0, 0});
+  b.add(RecordType::kNvtxPush, NvtxPushRecord{1200, 100, 4, 0, 0, 0});
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1250, 200, 0, 0});  // inner200
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1300, 100, 0, 0});  // inner100
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1400, 100, 0, 0});  // outer100
+  b.add(RecordType::kNvtxPop, NvtxPopRecord{1500, 200, 0, 0});  // outer200
+  b.add(RecordType::kApiCall, ApiCallRecord{1210, 1220, 100, 4242, 11, 211, kApiDomainRuntime, 0, 0});
+  b.add(RecordType::kKernel, kernel(4, 1600, 1650, 11));
+  b.add(RecordType::kTrailer, TrailerRecord{2000, 6000, 11, 4});
+  TempLog log(b.bytes());
+  const Timeline tl = read_tracer_log(log.path());
+
+  struct Expected {
+    const char* text;
+    std::uint64_t tid;
+    std::int64_t start, end;
+    std::int32_t depth;
+  };
+  for (const Expected& e : {Expected{"outer200", 200, 1100, 1500, 0}, Expected{"inner200", 200, 1200, 1250, 1},
+                            Expected{"outer100", 100, 1000, 1400, 0}, Expected{"inner100", 100, 1200, 1300, 1}}) {
+    const std::size_t i = find_range(tl, e.text);
+    ASSERT_NE(i, kNoIndex) << e.text;
+    EXPECT_EQ(tl.ranges.owner(i), e.tid) << e.text;
+    EXPECT_EQ(tl.ranges.start_ns[i], e.start) << e.text;
+    EXPECT_EQ(tl.ranges.end_ns[i], e.end) << e.text;
+    EXPECT_EQ(tl.ranges.depth[i], e.depth) << e.text;
+  }
+}
+
 // The observer's payload carries autograd's link: the reader gives the ranges their sequence numbers and
 // forward threads, and attribution links the backward kernel to the forward operator's module.
 TEST(TracerLog, TorchObserverPayloadsLinkBackwardNodesToTheirForwardOperators) {

@@ -108,6 +108,50 @@ struct NvtxEvent {
   std::uint32_t payload = 0;  // NvtxPushRecord::payload
 };
 
+// The events' indices, thread by thread (by thread id) and in time order within a thread: the order a stable
+// sort of the events by (thread, time) gives, found without moving them. The log holds each thread's events in
+// time order already (a thread's buffer is written in order), so this is a counting sort by thread and a check
+// per thread; a thread whose events are out of order is sorted stably.
+std::vector<std::uint32_t> thread_time_order(const std::vector<NvtxEvent>& events) {
+  // Threads are few and their events come in runs: a run's thread is looked up once.
+  std::vector<std::pair<std::uint64_t, std::size_t>> threads;  // (thread, events), by thread
+  auto thread_index = [&](std::uint64_t tid) {
+    return static_cast<std::size_t>(
+        std::lower_bound(threads.begin(), threads.end(), std::pair{tid, std::size_t{0}}) - threads.begin());
+  };
+  std::size_t* count = nullptr;
+  std::uint64_t run_tid = 0;
+  for (const NvtxEvent& e : events) {
+    if (!count || e.tid != run_tid) {
+      std::size_t t = thread_index(e.tid);
+      if (t == threads.size() || threads[t].first != e.tid)
+        threads.insert(threads.begin() + static_cast<std::ptrdiff_t>(t), {e.tid, 0});
+      count = &threads[t].second;
+      run_tid = e.tid;
+    }
+    ++*count;
+  }
+  std::vector<std::size_t> begin(threads.size() + 1, 0);  // each thread's first slot in order
+  for (std::size_t t = 0; t < threads.size(); ++t) begin[t + 1] = begin[t] + threads[t].second;
+  std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
+  std::vector<std::uint32_t> order(events.size());
+  std::size_t* slot = nullptr;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (!slot || events[i].tid != run_tid) {
+      slot = &next[thread_index(events[i].tid)];
+      run_tid = events[i].tid;
+    }
+    order[(*slot)++] = static_cast<std::uint32_t>(i);
+  }
+  const auto by_time = [&](std::uint32_t a, std::uint32_t b) { return events[a].ts < events[b].ts; };
+  for (std::size_t t = 0; t < threads.size(); ++t) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(begin[t]);
+    const auto last = order.begin() + static_cast<std::ptrdiff_t>(begin[t + 1]);
+    if (!std::is_sorted(first, last, by_time)) std::stable_sort(first, last, by_time);
+  }
+  return order;
+}
+
 struct WindowEvent {
   std::uint64_t ts;
   std::uint64_t tid;
@@ -631,10 +675,7 @@ class Builder {
   }
 
   void nvtx_ranges() {
-    // Within a thread the log is in time order; the stable sort keeps that order for equal timestamps.
-    std::stable_sort(p_.nvtx.begin(), p_.nvtx.end(), [](const NvtxEvent& a, const NvtxEvent& b) {
-      return a.tid != b.tid ? a.tid < b.tid : a.ts < b.ts;
-    });
+    const std::vector<std::uint32_t> order = thread_time_order(p_.nvtx);
     RangeTable& r = tl_.ranges;
     std::unordered_map<std::uint64_t, std::size_t> started;  // range id -> row
     std::unordered_map<std::uint32_t, std::vector<std::size_t>> open;  // per domain, current thread
@@ -649,7 +690,8 @@ class Builder {
       }
       open_on_thread = 0;
     };
-    for (const NvtxEvent& e : p_.nvtx) {
+    for (const std::uint32_t event : order) {
+      const NvtxEvent& e = p_.nvtx[event];
       if (first || e.tid != current_tid) {
         if (!first) close_thread();
         current_tid = e.tid;
@@ -693,7 +735,8 @@ class Builder {
     std::stable_sort(tl_.communication_args.begin(), tl_.communication_args.end(),
                      [](const CommunicationArgs& a, const CommunicationArgs& b) { return a.range < b.range; });
     // Ends may come from another thread: pair them after all starts are known.
-    for (const NvtxEvent& e : p_.nvtx) {
+    for (const std::uint32_t event : order) {
+      const NvtxEvent& e = p_.nvtx[event];
       if (e.kind != NvtxEvent::kEnd) continue;
       auto it = started.find(e.range_id);
       if (it == started.end()) {
