@@ -188,19 +188,19 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
     StrId step = kNoString;
     bool collective = false;
     th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      const std::uint8_t text = traits.of(r.text[iv.id]);
-      if (step == kNoString && (text & TextTraits::kOptimizerStep)) step = r.text[iv.id];
-      collective = collective || (text & TextTraits::kCommunication);
+      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
+      if (step == kNoString && (range_traits & TextTraits::kOptimizerStep)) step = r.text[iv.id];
+      collective = collective || (range_traits & TextTraits::kCommunication);
     });
     const IntervalIndex::Interval* node = nullptr;
     bool optimizer_op = false;
     th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      const std::uint8_t text = traits.of(r.text[iv.id]);
-      if (is_backward_node(r, iv.id, text) && (!node || iv.start > node->start ||
+      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
+      if (is_backward_node(r, iv.id, range_traits) && (!node || iv.start > node->start ||
                                                 (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
         node = &iv;
-      optimizer_op = optimizer_op || (text & TextTraits::kOptimizerOp);
-      collective = collective || (text & TextTraits::kCommunication);
+      optimizer_op = optimizer_op || (range_traits & TextTraits::kOptimizerOp);
+      collective = collective || (range_traits & TextTraits::kCommunication);
     });
     if (collective) {
       a.phase[i] = Phase::kCommunication;

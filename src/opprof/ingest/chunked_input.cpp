@@ -113,7 +113,8 @@ class FileSource {
         total += static_cast<std::size_t>(r);
         offset_ += static_cast<std::uint64_t>(r);
         if (drop_behind_ && offset_ - dropped_ >= kDropBehindBytes) {
-          ::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(offset_ - dropped_), POSIX_FADV_DONTNEED);
+          ::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(offset_ - dropped_),
+                          POSIX_FADV_DONTNEED);
           dropped_ = offset_;
         }
       }

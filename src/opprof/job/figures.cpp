@@ -38,7 +38,8 @@ class DescribedCollectives {
  public:
   explicit DescribedCollectives(const Timeline& tl) : r_(tl.ranges) {
     for (const CommunicationArgs& a : tl.communication_args)
-      if (r_.scope(a.range) == RangeScope::kThread) by_thread_[{r_.pid(a.range), r_.owner(a.range)}].ranges.push_back(a.range);
+      if (r_.scope(a.range) == RangeScope::kThread)
+        by_thread_[{r_.pid(a.range), r_.owner(a.range)}].ranges.push_back(a.range);
     for (auto& [thread, t] : by_thread_) {
       // By start; of ranges that start together the outer (later end) first, so that the backward scan in
       // around() meets the innermost first; of equal ones the earlier row last.

@@ -88,7 +88,8 @@ void validate_inputs(const ProfileInputs& in) {
   const RangeTable& r = tl.ranges;
   check_columns("ranges", r.size(), r.kind, r.track, r.text, r.domain, r.start_ns, r.end_ns, r.external_id, r.depth);
   for (std::uint32_t t : r.track)
-    if (t >= r.tracks().size()) throw OutputError(fmt::format("ranges: track {} of {} does not exist", t, r.tracks().size()));
+    if (t >= r.tracks().size())
+      throw OutputError(fmt::format("ranges: track {} of {} does not exist", t, r.tracks().size()));
   const AttributionTable& a = *in.attribution;
   check_columns("attribution", k.size(), a.path, a.confidence, a.op_range, a.op, a.top_op, a.module, a.module_source,
                 a.fused_ops, a.fx_nodes, a.provenance_handle, a.source_line, a.family, a.reason, a.opaque,
