@@ -31,7 +31,9 @@ void IntervalIndex::build() {
   auto stored = [&](std::int64_t x) -> std::int64_t& { return max_end_[static_cast<std::size_t>(x >> kScanLevel)]; };
   auto scan_max = [&](std::int64_t from, std::int64_t to) {  // largest end in [from, to)
     std::int64_t m = std::numeric_limits<std::int64_t>::min();
-    for (std::int64_t i = from; i < to; ++i) m = std::max(m, items_[i].end);
+    // Not std::max: it would bind a reference to a packed member.
+    for (std::int64_t i = from; i < to; ++i)
+      if (items_[i].end > m) m = items_[i].end;
     return m;
   };
   {
