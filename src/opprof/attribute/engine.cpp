@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -105,10 +104,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   // Path 1: correlation. Also remembers each kernel's thread module range for the projection below.
   std::vector<std::uint32_t> launch_of(n, kNoIndex);
   std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
-  // Operator name -> its opaque backend (kNoString if none), by string id: names repeat millions of times, so
-  // each is looked up in the opaque list once, and then in a vector rather than a hash map.
-  constexpr StrId kNotLookedUp = std::numeric_limits<StrId>::max();
-  std::vector<StrId> backend_of_op(tl.strings.size(), kNotLookedUp);
+  PerStringMemo<StrId> backend_of_op(tl.strings.size());  // operator name -> its opaque backend, kNoString if none
   for (std::size_t i = 0; i < n; ++i) {
     if (k.correlation[i] == kNoCorrelation) {
       a.reason[i] = reason_no_corr;
@@ -130,12 +126,10 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     const auto ops = th->ops.innermost_and_outermost(t, t, [&](const IntervalIndex::Interval& iv) {
       if (on_path) (*on_path)[iv.id] = 1;
       const StrId name = r.text[iv.id];
-      if (name >= backend_of_op.size()) backend_of_op.resize(static_cast<std::size_t>(name) + 1, kNotLookedUp);
-      StrId& backend = backend_of_op[name];
-      if (backend == kNotLookedUp) {
+      const StrId backend = backend_of_op.get(name, [&] {
         std::string_view listed = opt.opaque.backend_of(tl.str(name));
-        backend = listed.empty() ? kNoString : tl.strings.intern(listed);
-      }
+        return listed.empty() ? kNoString : tl.strings.intern(listed);
+      });
       if (backend == kNoString) return;
       a.opaque[i] = 1;
       a.opaque_backend[i] = backend;
@@ -252,7 +246,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   assign_phases(tl, threads, launch_of, a, notes);
 
   // Families for every activity; memcpy and memset are their own families.
-  std::unordered_map<StrId, StrId> family_of_name;
+  PerStringMemo<StrId> family_of_name(tl.strings.size());
   const StrId memcpy_family = tl.strings.intern("[memcpy]");
   const StrId memset_family = tl.strings.intern("[memset]");
   for (std::size_t i = 0; i < n; ++i) {
@@ -264,9 +258,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.family[i] = memset_family;
       continue;
     }
-    auto [it, inserted] = family_of_name.emplace(k.name[i], kNoString);
-    if (inserted) it->second = tl.strings.intern(kernel_family(tl.str(k.name[i])));
-    a.family[i] = it->second;
+    a.family[i] = family_of_name.get(k.name[i], [&] { return tl.strings.intern(kernel_family(tl.str(k.name[i]))); });
   }
   return a;
 }

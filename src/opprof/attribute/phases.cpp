@@ -122,28 +122,26 @@ class AutogradLinker {
 // of every range around every launch, tens of millions of times, of a few thousand texts.
 class TextTraits {
  public:
-  enum : std::uint8_t { kDone = 1, kOptimizerStep = 2, kCommunication = 4, kAutogradNode = 8, kOptimizerOp = 16,
-                         kCommunicationKernel = 32 };
-  explicit TextTraits(const Timeline& tl) : tl_(tl), traits_(tl.strings.size(), 0) {}
+  enum : std::uint8_t { kOptimizerStep = 1, kCommunication = 2, kAutogradNode = 4, kOptimizerOp = 8,
+                         kCommunicationKernel = 16 };
+  explicit TextTraits(const Timeline& tl) : tl_(tl), traits_(tl.strings.size()) {}
 
   std::uint8_t of(StrId id) {
-    if (id >= traits_.size()) traits_.resize(static_cast<std::size_t>(id) + 1, 0);
-    std::uint8_t& t = traits_[id];
-    if (t == 0) {
+    return traits_.get(id, [&] {
       const std::string_view text = tl_.str(id);
-      t = kDone;
+      std::uint8_t t = 0;
       if (!optimizer_class(text).empty()) t |= kOptimizerStep;
       if (is_communication_range(text)) t |= kCommunication;
       if (starts_with(text, kAutogradNodePrefix)) t |= kAutogradNode;
       if (is_optimizer_operator(text)) t |= kOptimizerOp;
       if (is_communication_kernel(text)) t |= kCommunicationKernel;
-    }
-    return t;
+      return t;
+    });
   }
 
  private:
   const Timeline& tl_;
-  std::vector<std::uint8_t> traits_;  // per string id, 0 until worked out
+  PerStringMemo<std::uint8_t> traits_;
 };
 
 bool is_backward_node(const RangeTable& r, std::uint32_t id, std::uint8_t traits) {
@@ -165,7 +163,7 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
     StrId module = kNoString;
   };
   std::unordered_map<std::uint32_t, ForwardInfo> forward_info;  // per backward node range
-  std::unordered_map<StrId, StrId> optimizer_module;             // step annotation text -> "optimizer: AdamW"
+  PerStringMemo<StrId> optimizer_module(tl.strings.size());      // step annotation text -> "optimizer: AdamW"
   const StrId plain_optimizer = tl.strings.intern("optimizer");
   std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0, communication = 0;
 
@@ -211,12 +209,9 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
       a.phase[i] = Phase::kOptimizer;
       ++optimizer_kernels;
       StrId owner = plain_optimizer;
-      if (step != kNoString) {
-        auto [it, inserted] = optimizer_module.try_emplace(step, kNoString);
-        if (inserted)
-          it->second = tl.strings.intern(fmt::format("optimizer: {}", optimizer_class(tl.str(step))));
-        owner = it->second;
-      }
+      if (step != kNoString)
+        owner = optimizer_module.get(
+            step, [&] { return tl.strings.intern(fmt::format("optimizer: {}", optimizer_class(tl.str(step)))); });
       if (a.module_source[i] != ModuleSource::kFxProvenance) {
         a.module[i] = owner;
         a.module_source[i] = ModuleSource::kOptimizerStep;

@@ -1,5 +1,7 @@
 #include "opprof/attribute/range_indexes.hpp"
 
+#include <vector>
+
 namespace opprof {
 
 ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
@@ -15,23 +17,17 @@ ThreadRangeIndexes build_thread_range_indexes(const Timeline& tl) {
       default: return nullptr;
     }
   };
-  // Ranges come grouped by thread, so the last thread's set is the next range's most of the time.
-  ThreadRangeIndexes::Key last_key{0, 0};
-  ThreadRangeIndexes::PerThread* last = nullptr;
-  auto thread_of = [&](std::size_t i) -> ThreadRangeIndexes::PerThread& {
-    const ThreadRangeIndexes::Key key{r.pid(i), r.owner(i)};
-    if (!last || !(key == last_key)) {
-      last = &out.threads[key];  // unordered_map nodes do not move
-      last_key = key;
-    }
-    return *last;
-  };
+  // Each thread track's set, looked up once: ranges name their track by index.
+  std::vector<ThreadRangeIndexes::PerThread*> set_of_track(r.tracks().size(), nullptr);
+  for (std::size_t t = 0; t < r.tracks().size(); ++t)
+    if (const RangeTrack& track = r.tracks()[t]; track.scope == RangeScope::kThread)
+      set_of_track[t] = &out.threads[{track.pid, track.owner}];  // unordered_map nodes do not move
   // Two passes: the first sizes every index, so that tens of millions of ranges are not copied while
   // their vectors double (a 10M-kernel trace's 40M ranges: a GB of intervals, and as much again in growth).
   auto for_each_indexed = [&](auto&& f) {
     for (std::size_t i = 0; i < r.size(); ++i)
-      if (r.scope(i) == RangeScope::kThread)
-        if (IntervalIndex* index = index_in(thread_of(i), r.kind[i])) f(*index, i);
+      if (ThreadRangeIndexes::PerThread* thread = set_of_track[r.track[i]])
+        if (IntervalIndex* index = index_in(*thread, r.kind[i])) f(*index, i);
   };
   std::unordered_map<IntervalIndex*, std::size_t> sizes;
   for_each_indexed([&](IntervalIndex& index, std::size_t) { ++sizes[&index]; });

@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,6 +13,26 @@ namespace opprof {
 // Index of an interned string. 0 is the empty string, which also stands for "unknown".
 using StrId = std::uint32_t;
 inline constexpr StrId kNoString = 0;
+
+// A value for each string id, worked out on first use: what millions of rows ask of a few thousand texts (a
+// kernel name's family, an operator's opaque backend), kept in a vector rather than a hash map. Ids beyond
+// those sized for (strings interned since) grow it.
+template <typename T>
+class PerStringMemo {
+ public:
+  explicit PerStringMemo(std::size_t strings) : values_(strings) {}
+  // The value for id, from compute() the first time.
+  template <typename Compute>
+  const T& get(StrId id, Compute&& compute) {
+    if (id >= values_.size()) values_.resize(static_cast<std::size_t>(id) + 1);
+    std::optional<T>& v = values_[id];
+    if (!v) v = compute();
+    return *v;
+  }
+
+ private:
+  std::vector<std::optional<T>> values_;
+};
 
 // Interns strings: each distinct text is stored once, in stable arena chunks, and named by a dense id.
 class StringTable {
