@@ -2,7 +2,8 @@
 //
 // Speed: one transaction; statements prepared once and rebound; the large tables inserted many rows per
 // statement; strings bound without copies from the timeline's string arena; indices built after the
-// rows are in.
+// rows are in; with a helper, the kernel and launch tables written during attribution and the
+// attribution rows on a second connection while the ranges are written (ProfileDbWriter::State).
 //
 // Atomicity and durability: the database is built under "<path>.tmp-<pid>" in the same directory with
 // journal_mode=OFF and synchronous=OFF. A rollback journal would only protect a file that nobody can
@@ -134,6 +135,17 @@ class Writer {
         strings_(strings),
         max_parameters_(static_cast<std::size_t>(sqlite3_limit(db.handle(), SQLITE_LIMIT_VARIABLE_NUMBER, -1))),
         string_id_of_(strings ? strings->size() : tl_.strings.size(), -1) {}
+  // A writer into another database that numbers strings as numbering has so far.
+  Writer(sqlite::Database& db, const Writer& numbering)
+      : db_(db),
+        in_(numbering.in_),
+        tl_(numbering.tl_),
+        strings_(numbering.strings_),
+        max_parameters_(numbering.max_parameters_),
+        string_texts_(numbering.string_texts_),
+        string_id_of_(numbering.string_id_of_),
+        name_ids_(numbering.name_ids_),
+        name_text_ids_(numbering.name_text_ids_) {}
 
   // The tables that only the timeline fills.
   void write_timeline_tables() {
@@ -141,11 +153,34 @@ class Writer {
     write_launches();
   }
 
-  // The rest, once the timeline is attributed.
+  // The rest, once the timeline is attributed, on this connection alone.
   void write_attributed_tables() {
+    write_attribution();
+    write_meta_and_ranges();
+    write_remaining_tables();
+  }
+
+  // The same in parts, so that another connection can write the attribution rows meanwhile (into a
+  // database of its own, copied in afterwards): number_attribution_strings() on this writer, then the
+  // other writer, copied from this one after that, runs write_attribution(); this one goes on with the
+  // rest. Either way the strings are numbered in the same order: attribution's first, then the ranges'.
+  void number_attribution_strings() {
+    NumberingOnly numbering;
+    for (std::size_t i = 0; i < in_.attribution->size(); ++i) bind_attribution_row(numbering, 1, i);
+  }
+  void write_attribution() {
+    insert_rows("attribution_rows",
+                "kernel_id, path_id, confidence, op_range_id, op_id, top_op_id, module_id, module_source_id, "
+                "fused_ops_id, fx_nodes_id, provenance_handle_id, source_line_id, family_id, reason_id, opaque, "
+                "opaque_backend_id, phase_id, forward_op_id",
+                18, in_.attribution->size(),
+                [&](Statement& s, int p, std::size_t i) { bind_attribution_row(s, p, i); });
+  }
+  void write_meta_and_ranges() {
     write_meta();
     write_ranges();
-    write_attribution();
+  }
+  void write_remaining_tables() {
     write_strings();
     write_metrics();
     write_ncu_rows();
@@ -176,20 +211,23 @@ class Writer {
     return strings_ ? (*strings_)[id] : tl_.str(id);
   }
   // Binds an interned string, or NULL for kNoString (unknown).
-  void bind_str(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
+  template <class S>
+  void bind_str(S& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
     if (id == kNoString)
       s.bind_null(i);
     else
       s.bind_text(i, text(id, table, row, column));
   }
   // Binds an interned string that the schema declares NOT NULL: unknown becomes "".
-  void bind_str_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
+  template <class S>
+  void bind_str_required(S& s, int i, StrId id, std::string_view table, std::size_t row,
                          std::string_view column) {
     s.bind_text(i, id == kNoString ? std::string_view() : text(id, table, row, column));
   }
   // Binds the strings.id of an interned string, or NULL for kNoString (unknown). strings.id numbers the
   // strings in order of first use, so the database does not depend on what else the timeline interned.
-  void bind_string_id(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
+  template <class S>
+  void bind_string_id(S& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
     if (id == kNoString) {
       s.bind_null(i);
       return;
@@ -205,7 +243,8 @@ class Writer {
     return dense;
   }
   // As bind_string_id for a column the schema declares NOT NULL: unknown becomes "".
-  void bind_string_id_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
+  template <class S>
+  void bind_string_id_required(S& s, int i, StrId id, std::string_view table, std::size_t row,
                                std::string_view column) {
     static constexpr const char* kEmpty = "";
     if (id == kNoString)
@@ -238,7 +277,8 @@ class Writer {
   std::int64_t name_id(const std::array<const char*, N>& names, Enum value) {
     return name_id(enum_name(names, value));
   }
-  static void bind_optional_id(Statement& s, int i, std::uint64_t v) {
+  template <class S>
+  static void bind_optional_id(S& s, int i, std::uint64_t v) {
     if (v == 0)
       s.bind_null(i);
     else
@@ -323,7 +363,8 @@ class Writer {
   // than the largest written so far (rows in ascending order), it binds NULL: SQLite then numbers the row
   // max(rowid) + 1, the same id, and appends it at the B-tree's end instead of searching the tree from its
   // root for an explicit id (a sixth of the time of a 23-column insert, measured).
-  void bind_rowid(Statement& s, int i, std::int64_t id) {
+  template <class S>
+  void bind_rowid(S& s, int i, std::int64_t id) {
     if (max_rowid_ != kNoRowid && id == max_rowid_ + 1)
       s.bind_null(i);
     else
@@ -438,42 +479,45 @@ class Writer {
                 });
   }
 
-  void write_attribution() {
+  // What a row binder binds to when only its strings' numbering is wanted.
+  struct NumberingOnly {
+    void bind_int(int, std::int64_t) {}
+    void bind_double(int, double) {}
+    void bind_text(int, std::string_view) {}
+    void bind_null(int) {}
+  };
+
+  template <class S>
+  void bind_attribution_row(S& s, int p, std::size_t i) {
     const AttributionTable& a = *in_.attribution;
     const std::size_t ranges = tl_.ranges.size();
-    insert_rows("attribution_rows",
-                "kernel_id, path_id, confidence, op_range_id, op_id, top_op_id, module_id, module_source_id, "
-                "fused_ops_id, fx_nodes_id, provenance_handle_id, source_line_id, family_id, reason_id, opaque, "
-                "opaque_backend_id, phase_id, forward_op_id",
-                18, a.size(), [&](Statement& s, int p, std::size_t i) {
-                  bind_rowid(s, p, static_cast<std::int64_t>(i));
-                  s.bind_int(p + 1, name_id(kAttributionPathNames, a.path[i]));
-                  // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
-                  s.bind_double(p + 2, static_cast<double>(a.confidence[i]));
-                  if (a.op_range[i] == kNoIndex) {
-                    s.bind_null(p + 3);
-                  } else if (a.op_range[i] >= ranges) {
-                    throw OutputError(fmt::format(
-                        "attribution row {}: operator range {} is not in the timeline ({} ranges)", i,
-                        a.op_range[i], ranges));
-                  } else {
-                    s.bind_int(p + 3, a.op_range[i]);
-                  }
-                  bind_string_id(s, p + 4, a.op[i], "attribution", i, "op");
-                  bind_string_id(s, p + 5, a.top_op[i], "attribution", i, "top_op");
-                  bind_string_id(s, p + 6, a.module[i], "attribution", i, "module");
-                  s.bind_int(p + 7, name_id(kModuleSourceNames, a.module_source[i]));
-                  bind_string_id(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
-                  bind_string_id(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
-                  bind_string_id(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
-                  bind_string_id(s, p + 11, a.source_line[i], "attribution", i, "source_line");
-                  bind_string_id(s, p + 12, a.family[i], "attribution", i, "family");
-                  bind_string_id(s, p + 13, a.reason[i], "attribution", i, "reason");
-                  s.bind_int(p + 14, a.opaque[i] ? 1 : 0);
-                  bind_string_id(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
-                  s.bind_int(p + 16, name_id(kPhaseNames, a.phase[i]));
-                  bind_string_id(s, p + 17, a.forward_op[i], "attribution", i, "forward_op");
-                });
+    bind_rowid(s, p, static_cast<std::int64_t>(i));
+    s.bind_int(p + 1, name_id(kAttributionPathNames, a.path[i]));
+    // A NaN confidence binds NULL and fails the NOT NULL constraint: it is a bug upstream.
+    s.bind_double(p + 2, static_cast<double>(a.confidence[i]));
+    if (a.op_range[i] == kNoIndex) {
+      s.bind_null(p + 3);
+    } else if (a.op_range[i] >= ranges) {
+      throw OutputError(fmt::format(
+          "attribution row {}: operator range {} is not in the timeline ({} ranges)", i,
+          a.op_range[i], ranges));
+    } else {
+      s.bind_int(p + 3, a.op_range[i]);
+    }
+    bind_string_id(s, p + 4, a.op[i], "attribution", i, "op");
+    bind_string_id(s, p + 5, a.top_op[i], "attribution", i, "top_op");
+    bind_string_id(s, p + 6, a.module[i], "attribution", i, "module");
+    s.bind_int(p + 7, name_id(kModuleSourceNames, a.module_source[i]));
+    bind_string_id(s, p + 8, a.fused_ops[i], "attribution", i, "fused_ops");
+    bind_string_id(s, p + 9, a.fx_nodes[i], "attribution", i, "fx_nodes");
+    bind_string_id(s, p + 10, a.provenance_handle[i], "attribution", i, "provenance_handle");
+    bind_string_id(s, p + 11, a.source_line[i], "attribution", i, "source_line");
+    bind_string_id(s, p + 12, a.family[i], "attribution", i, "family");
+    bind_string_id(s, p + 13, a.reason[i], "attribution", i, "reason");
+    s.bind_int(p + 14, a.opaque[i] ? 1 : 0);
+    bind_string_id(s, p + 15, a.opaque_backend[i], "attribution", i, "opaque_backend");
+    s.bind_int(p + 16, name_id(kPhaseNames, a.phase[i]));
+    bind_string_id(s, p + 17, a.forward_op[i], "attribution", i, "forward_op");
   }
 
   // The strings table: every text range_rows and attribution_rows refer to, by id.
@@ -886,19 +930,55 @@ class Writer {
 
 }  // namespace
 
+// A new database for the writer, its settings made (see the top of this file) and its tables created, in
+// an open transaction.
+std::unique_ptr<sqlite::Database> create_database(const std::string& path) {
+  auto db = std::make_unique<sqlite::Database>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  // page_size must precede the first table; the rest trade crash safety of the invisible temporary
+  // file for speed.
+  db->exec(fmt::format(
+      "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
+      "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
+      "PRAGMA application_id = {}; PRAGMA user_version = {};",
+      kPageSize, kProfileApplicationId, kProfileSchemaVersion));
+  db->exec("BEGIN");
+  db->exec(embedded_file("profile_schema.sql"));
+  return db;
+}
+
+// Joins a thread when it goes out of scope, so that no exception leaves one running.
+struct JoinOnExit {
+  std::thread& thread;
+  ~JoinOnExit() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
 struct ProfileDbWriter::State {
   std::string path;
   std::unique_ptr<AtomicFile> file;  // the temporary: removed on failure, on an interrupt, or unless published
   std::unique_ptr<sqlite::Database> db;
+  // With a helper: the attribution rows go into a database of their own on a second connection, written
+  // while this one writes the ranges, and are then copied in by SQLite's transfer of whole records
+  // (INSERT INTO .. SELECT * between tables of one definition), which costs less than half of writing them.
+  // SQLite writes a database from one thread; this spreads the write over two.
+  std::unique_ptr<AtomicFile> part_file;  // never published: removed when the writer is done
+  std::unique_ptr<sqlite::Database> part_db;
   const Timeline* timeline = nullptr;
   std::vector<std::string_view> strings;  // the timeline's strings when the helper started
   std::thread helper;                     // writes the timeline's tables
   std::exception_ptr helper_error;
 
+  // Closes the connections before their temporaries are removed.
+  void discard() {
+    db.reset();
+    part_db.reset();
+    file.reset();
+    part_file.reset();
+  }
   // SQLite and output errors name the database; others pass as they are.
   [[noreturn]] void fail(std::exception_ptr error) {
-    db.reset();
-    file.reset();
+    discard();
     try {
       std::rethrow_exception(error);
     } catch (const sqlite::SqliteError& e) {
@@ -916,17 +996,11 @@ ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeli
   try {
     validate_timeline_tables(timeline);
     s_->file = std::make_unique<AtomicFile>(path);
-    s_->db = std::make_unique<sqlite::Database>(s_->file->temporary(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                                           SQLITE_OPEN_NOMUTEX);
-    // page_size must precede the first table; the rest trade crash safety of the invisible temporary
-    // file for speed (see the top of this file).
-    s_->db->exec(fmt::format(
-        "PRAGMA page_size = {}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-        "PRAGMA locking_mode = EXCLUSIVE; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536; "
-        "PRAGMA application_id = {}; PRAGMA user_version = {};",
-        kPageSize, kProfileApplicationId, kProfileSchemaVersion));
-    s_->db->exec("BEGIN");
-    s_->db->exec(embedded_file("profile_schema.sql"));
+    s_->db = create_database(s_->file->temporary());
+    if (background) {
+      s_->part_file = std::make_unique<AtomicFile>(path + ".attribution");
+      s_->part_db = create_database(s_->part_file->temporary());
+    }
   } catch (...) {
     s_->fail(std::current_exception());
   }
@@ -950,20 +1024,56 @@ ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeli
 
 ProfileDbWriter::~ProfileDbWriter() {
   if (s_->helper.joinable()) s_->helper.join();
-  s_->db.reset();  // closed before the AtomicFile removes an unpublished temporary
+  s_->discard();
 }
 
 void ProfileDbWriter::finish(const ProfileInputs& in) {
-  if (s_->helper.joinable()) s_->helper.join();
   try {
-    if (s_->helper_error) std::rethrow_exception(s_->helper_error);
+    JoinOnExit join_helper{s_->helper};
     if (in.timeline != s_->timeline) throw OutputError("the profile's timeline is not the one its tables were written from");
     validate_inputs(in);
-    Writer(*s_->db, in).write_attributed_tables();
+    if (!s_->part_db) {
+      if (s_->helper_error) std::rethrow_exception(s_->helper_error);
+      Writer(*s_->db, in).write_attributed_tables();
+    } else {
+      // The attribution rows start at once, on their own connection, while the helper may still be writing
+      // the kernels; the ranges follow the kernels on this one.
+      Writer part_writer(*s_->part_db, in);
+      part_writer.number_attribution_strings();
+      Writer writer(*s_->db, part_writer);
+      std::exception_ptr part_error;
+      std::thread part([&] {
+        try {
+          part_writer.write_attribution();
+          s_->part_db->exec("COMMIT");
+        } catch (...) {
+          part_error = std::current_exception();
+        }
+      });
+      {
+        JoinOnExit join_part{part};
+        if (s_->helper.joinable()) s_->helper.join();
+        if (s_->helper_error) std::rethrow_exception(s_->helper_error);
+        writer.write_meta_and_ranges();
+      }
+      if (part_error) std::rethrow_exception(part_error);
+      s_->part_db->close();
+      // ATTACH cannot run inside a transaction; with journal_mode=OFF a commit costs only the pages it
+      // writes, which the final commit would write anyway.
+      s_->db->exec("COMMIT");
+      {
+        Statement attach(*s_->db, "ATTACH DATABASE ?1 AS attribution_part");
+        attach.bind_text(1, s_->part_file->temporary());
+        attach.run();
+      }
+      s_->db->exec("BEGIN; INSERT INTO attribution_rows SELECT * FROM attribution_part.attribution_rows;");
+      writer.write_remaining_tables();
+    }
     s_->db->exec("COMMIT");
     s_->db->close();
     s_->db.reset();
     s_->file->commit();
+    s_->discard();
   } catch (...) {
     s_->fail(std::current_exception());
   }

@@ -64,7 +64,9 @@ void write_profile_db(const std::string& path, const ProfileInputs& in);
 // temporary file and writes the tables the timeline alone fills (kernels, kernel names, launches), on a
 // helper thread when background is set, reading the strings from a snapshot (attribution may intern
 // more meanwhile; it must not change the kernel and launch tables). finish() writes the rest and publishes
-// the file; without finish() the destructor removes the temporary. Throws OutputError as above.
+// the file; with background set it writes the attribution rows on a second thread into a temporary
+// database of their own beside the profile's, while this thread writes the ranges, and then copies them
+// in. Without finish() the destructor removes the temporaries. Throws OutputError as above.
 class ProfileDbWriter {
  public:
   ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background);
