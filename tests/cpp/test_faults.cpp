@@ -176,9 +176,12 @@ TEST_F(Faults, StaleTemporariesOfDeadRunsAreRemovedAndNoOthers) {
   const std::string live = db + ".tmp-" + std::to_string(getpid());  // this test: a live process
   const std::string not_ours = db + ".tmp-backup";
   const std::string other_output = path("q.db") + ".tmp-" + std::to_string(dead_pid());
-  for (const std::string& p : {dead, live, not_ours, other_output}) std::ofstream(p) << "x";
+  // A killed run's second database (its attribution rows, written beside the profile's temporary).
+  const std::string dead_part = db + ".attribution.tmp-" + std::to_string(dead_pid());
+  for (const std::string& p : {dead, live, not_ours, other_output, dead_part}) std::ofstream(p) << "x";
   ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " -o " + db).status, 0);
   EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(dead_part));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(not_ours));
   EXPECT_TRUE(fs::exists(other_output));
