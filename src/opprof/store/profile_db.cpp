@@ -211,16 +211,14 @@ class Writer {
     return strings_ ? (*strings_)[id] : tl_.str(id);
   }
   // Binds an interned string, or NULL for kNoString (unknown).
-  template <class S>
-  void bind_str(S& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
+  void bind_str(Statement& s, int i, StrId id, std::string_view table, std::size_t row, std::string_view column) {
     if (id == kNoString)
       s.bind_null(i);
     else
       s.bind_text(i, text(id, table, row, column));
   }
   // Binds an interned string that the schema declares NOT NULL: unknown becomes "".
-  template <class S>
-  void bind_str_required(S& s, int i, StrId id, std::string_view table, std::size_t row,
+  void bind_str_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
                          std::string_view column) {
     s.bind_text(i, id == kNoString ? std::string_view() : text(id, table, row, column));
   }
@@ -243,8 +241,7 @@ class Writer {
     return dense;
   }
   // As bind_string_id for a column the schema declares NOT NULL: unknown becomes "".
-  template <class S>
-  void bind_string_id_required(S& s, int i, StrId id, std::string_view table, std::size_t row,
+  void bind_string_id_required(Statement& s, int i, StrId id, std::string_view table, std::size_t row,
                                std::string_view column) {
     static constexpr const char* kEmpty = "";
     if (id == kNoString)
@@ -277,8 +274,7 @@ class Writer {
   std::int64_t name_id(const std::array<const char*, N>& names, Enum value) {
     return name_id(enum_name(names, value));
   }
-  template <class S>
-  static void bind_optional_id(S& s, int i, std::uint64_t v) {
+  static void bind_optional_id(Statement& s, int i, std::uint64_t v) {
     if (v == 0)
       s.bind_null(i);
     else
@@ -928,8 +924,6 @@ class Writer {
   std::unordered_map<std::string_view, std::int64_t> name_text_ids_;
 };
 
-}  // namespace
-
 // A new database for the writer, its settings made (see the top of this file) and its tables created, in
 // an open transaction.
 std::unique_ptr<sqlite::Database> create_database(const std::string& path) {
@@ -953,6 +947,8 @@ struct JoinOnExit {
     if (thread.joinable()) thread.join();
   }
 };
+
+}  // namespace
 
 struct ProfileDbWriter::State {
   std::string path;
