@@ -39,9 +39,13 @@ Command add_attribute_command(CLI::App& app) {
                   "or kernels")
       ->transform(CLI::CheckedTransformer(std::map<std::string, DedupMode>{
           {"off", DedupMode::kOff}, {"layers", DedupMode::kLayers}, {"kernels", DedupMode::kKernels}}));
-  cmd->add_option("--dedup-selection", r.dedup.selection, "How pass B selected it: nvtx_modules or per_launch_config")
+  cmd->add_option("--dedup-selection", r.dedup.selection,
+                  "How pass B selected it (the capture's meta dedup.selection): per_launch_config_mangled, "
+                  "nvtx_modules or per_launch_config")
       ->transform(CLI::CheckedTransformer(std::map<std::string, DedupSelection>{
-          {"nvtx_modules", DedupSelection::kNvtxModules}, {"per_launch_config", DedupSelection::kPerLaunchConfig}}));
+          {"nvtx_modules", DedupSelection::kNvtxModules},
+          {"per_launch_config", DedupSelection::kPerLaunchConfig},
+          {"per_launch_config_mangled", DedupSelection::kPerLaunchConfigMangled}}));
   cmd->add_option("--dedup-verify", r.dedup.verify, "Duplicates per class pass B replayed in full to verify");
   cmd->add_option("--structure", r.dedup.structure, "--dedup layers: pass A's opprof_structure.json");
   cmd->add_option("--counters-ranks", *counters_ranks,

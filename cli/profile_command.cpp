@@ -59,11 +59,13 @@ Command add_profile_command(CLI::App& app) {
       ->check(CLI::IsMember({"off", "layers", "kernels"}))
       ->capture_default_str();
   cmd->add_option("--dedup-selection", o.dedup_selection,
-                  "How pass B replays only the plan's kernels: nvtx_modules (module hooks + ncu's NVTX exclude\n"
-                  "filter: exactly the plan's layers; eager models), per_launch_config (ncu's per-launch-config\n"
-                  "filter: every capture kind, fewer kernels, coarser), or auto: nvtx_modules for eager models,\n"
-                  "per_launch_config for compiled ones")
-      ->check(CLI::IsMember({"auto", "nvtx_modules", "per_launch_config"}))
+                  "How pass B replays only the plan's kernels (docs/dedup.md): per_launch_config_mangled (ncu's\n"
+                  "per-launch-config filter keyed by the mangled name: every capture kind, also dedups kernels\n"
+                  "outside the layers), nvtx_modules (module hooks + ncu's NVTX exclude filter: exactly the plan's\n"
+                  "layers; eager inference only), per_launch_config (the filter keyed by the function name, as ncu\n"
+                  "does by default: fewer kernels, template instantiations share counters), or auto:\n"
+                  "per_launch_config_mangled")
+      ->check(CLI::IsMember({"auto", "per_launch_config_mangled", "nvtx_modules", "per_launch_config"}))
       ->capture_default_str();
   cmd->add_option("--dedup-verify", o.dedup_verify,
                   "Also replay K duplicates per class in full and report how far their counters are from the\n"

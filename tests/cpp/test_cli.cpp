@@ -233,8 +233,10 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream args_file(path("ncu_args.txt"));
   std::string args((std::istreambuf_iterator<char>(args_file)), std::istreambuf_iterator<char>());
-  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 "), std::string::npos) << args;
-  EXPECT_NE(r.output.find("dedup layers (per_launch_config): 1 classes, 12 instances"), std::string::npos) << r.output;
+  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled "), std::string::npos)
+      << args;
+  EXPECT_NE(r.output.find("dedup layers (per_launch_config_mangled): 1 classes, 12 instances"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("pass B: 17 kernels to replay"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("ncu: 11 replay passes per kernel"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("17/17 kernels"), std::string::npos) << r.output;

@@ -41,10 +41,14 @@ std::string gpt2_structure_json(const std::string& runtime) {
 }
 
 // ncu's launch configuration: the function name without templates, grid, block, shared memory per block.
-std::string launch_config(const Timeline& tl, std::uint32_t k) {
+// A launch configuration as ncu keys it: the function name without templates (--kernel-name-base function, ncu's
+// default) or the mangled name (--kernel-name-base mangled), grid, block, shared memory.
+std::string launch_config(const Timeline& tl, std::uint32_t k, bool mangled = false) {
   const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
-  return fmt::format("{} {},{},{} {},{},{} {}", kernel_match_name(tl.str(tl.kernels.name[k])), g.x, g.y, g.z, b.x, b.y,
-                     b.z, tl.kernels.shared_mem_bytes[k]);
+  const std::string name = mangled ? std::string(tl.str(tl.kernels.mangled[k] != kNoString ? tl.kernels.mangled[k]
+                                                                                            : tl.kernels.name[k]))
+                                   : kernel_match_name(tl.str(tl.kernels.name[k]));
+  return fmt::format("{} {},{},{} {},{},{} {}", name, g.x, g.y, g.z, b.x, b.y, b.z, tl.kernels.shared_mem_bytes[k]);
 }
 
 std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
@@ -220,7 +224,8 @@ double worst_operator_deviation(const AttributeResult& full, const AttributeResu
 // kernel's counters among launches of one configuration inside a block too.
 TEST_F(EagerGpt2, DeduplicatedOperatorMetricsAreWithinFivePercentOfTheFullCaptureForTheMainOperators) {
   const AttributeResult full = attribute(trace, csv);
-  for (DedupSelection selection : {DedupSelection::kNvtxModules, DedupSelection::kPerLaunchConfig}) {
+  for (DedupSelection selection :
+       {DedupSelection::kNvtxModules, DedupSelection::kPerLaunchConfigMangled, DedupSelection::kPerLaunchConfig}) {
     DedupRequest req = request();
     req.selection = selection;
     const DedupPlan plan = build_dedup_plan(full.capture.timeline, full.attribution, req);
@@ -295,6 +300,14 @@ TEST(DedupPlan, TrainingStepDeduplicatesForwardAndBackwardKernelsOfEachBlock) {
               static_cast<unsigned long long>(c.kernels_replayed), static_cast<unsigned long long>(c.kernels),
               double(c.kernels) / double(c.kernels_replayed));
   EXPECT_GE(double(c.kernels) / double(c.kernels_replayed), 8.0);
+  // Keyed by the mangled name (the default), template instantiations are configurations of their own.
+  const DedupPlan m = build_dedup_plan(a.capture.timeline, a.attribution,
+                                       {DedupMode::kLayers, DedupSelection::kPerLaunchConfigMangled, 0, structure});
+  std::printf("GPT-2 training step, per_launch_config_mangled: %llu of %llu kernels replayed (%.1fx fewer)\n",
+              static_cast<unsigned long long>(m.kernels_replayed), static_cast<unsigned long long>(m.kernels),
+              double(m.kernels) / double(m.kernels_replayed));
+  EXPECT_GT(m.kernels_replayed, c.kernels_replayed);
+  EXPECT_GE(double(m.kernels) / double(m.kernels_replayed), 8.0);
 }
 
 TEST(DedupPlan, AnInstanceLaunchingOtherKernelsIsReplayedInFullAndSaysWhy) {
@@ -320,22 +333,33 @@ TEST(DedupPlan, AnInstanceLaunchingOtherKernelsIsReplayedInFullAndSaysWhy) {
 TEST(DedupPlan, KernelSignaturesReplayTheFirstLaunchOfEachConfiguration) {
   AttributeResult a = attribute(fixture("gpt2_compiled/trace.json.gz"), "", fixture("gpt2_compiled/inductor"));
   const Timeline& tl = a.capture.timeline;
-  const DedupPlan p = plan_kernel_dedup(tl, 1);
-  std::map<std::string, std::uint32_t> first;
-  std::map<std::string, int> seen;
-  for (const auto& process : kernels_in_launch_order(tl))
-    for (std::uint32_t k : process) {
-      // ncu's configuration: function name (no templates), grid, block, shared memory.
-      const std::string sig = launch_config(tl, k);
-      const int n = seen[sig]++;
-      if (n == 0) first[sig] = k;
-      EXPECT_EQ(bool(p.replayed[k]), n <= 1) << sig;  // the first and, with verify 1, the second launch
-      EXPECT_EQ(p.counters_from[k], n <= 1 ? kNoIndex : first[sig]);
-      EXPECT_EQ(p.verify_against[k], n == 1 ? first[sig] : kNoIndex);
-    }
-  EXPECT_LT(p.kernels_replayed, p.kernels);
-  EXPECT_EQ(ncu_selection_args(p),
-            (std::vector<std::string>{"--filter-mode", "per-launch-config", "--launch-count", "2"}));
+  for (const DedupSelection key : {DedupSelection::kPerLaunchConfig, DedupSelection::kPerLaunchConfigMangled}) {
+    const bool mangled = key == DedupSelection::kPerLaunchConfigMangled;
+    const DedupPlan p = plan_kernel_dedup(tl, 1, key);
+    EXPECT_EQ(p.selection, key);
+    std::map<std::string, std::uint32_t> first;
+    std::map<std::string, int> seen;
+    for (const auto& process : kernels_in_launch_order(tl))
+      for (std::uint32_t k : process) {
+        const std::string sig = launch_config(tl, k, mangled);
+        const int n = seen[sig]++;
+        if (n == 0) first[sig] = k;
+        EXPECT_EQ(bool(p.replayed[k]), n <= 1) << sig;  // the first and, with verify 1, the second launch
+        EXPECT_EQ(p.counters_from[k], n <= 1 ? kNoIndex : first[sig]);
+        EXPECT_EQ(p.verify_against[k], n == 1 ? first[sig] : kNoIndex);
+      }
+    EXPECT_LT(p.kernels_replayed, p.kernels);
+    std::vector<std::string> args = {"--filter-mode", "per-launch-config", "--launch-count", "2"};
+    if (mangled) args.insert(args.end(), {"--kernel-name-base", "mangled"});
+    EXPECT_EQ(ncu_selection_args(p), args);
+  }
+  // The mangled key tells template instantiations apart: on the eager capture it replays more than the
+  // function name's key.
+  AttributeResult e = attribute(fixture("gpt2_eager/trace.json.gz"));
+  const DedupPlan by_function = plan_kernel_dedup(e.capture.timeline, 0, DedupSelection::kPerLaunchConfig);
+  const DedupPlan by_mangled = plan_kernel_dedup(e.capture.timeline, 0, DedupSelection::kPerLaunchConfigMangled);
+  EXPECT_GT(by_mangled.kernels_replayed, by_function.kernels_replayed);
+  EXPECT_THROW(plan_kernel_dedup(e.capture.timeline, 0, DedupSelection::kNvtxModules), InputError);
 }
 
 TEST(DedupPlan, CompiledLayersPropagateWithinTheirClassWhereNcuReplayedTheRepresentative) {
@@ -345,7 +369,7 @@ TEST(DedupPlan, CompiledLayersPropagateWithinTheirClassWhereNcuReplayedTheRepres
                     inductor = fixture("gpt2_compiled/inductor");
   const DedupRequest request{DedupMode::kLayers, dedup_selection(DedupMode::kLayers, "fx_graph", false, "nvtx_modules"), 0,
                              structure};
-  EXPECT_EQ(request.selection, DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(request.selection, DedupSelection::kPerLaunchConfigMangled);
   const AttributeResult full = attribute(trace, csv, inductor);
   const DedupPlan plan = build_dedup_plan(full.capture.timeline, full.attribution, request);
   const DedupPlan by_kernel = plan_kernel_dedup(full.capture.timeline, 0);
@@ -388,15 +412,22 @@ TEST(DedupPlan, NvtxSelectionNamesTheRangeAndThePlanFileTheSkippedModules) {
   EXPECT_EQ(dedup_plan_json(p, true),
             "{\"format\": \"opprof-dedup-plan\", \"version\": 1, \"mechanism\": \"nvtx_modules\", \"range\": "
             "\"opprof.dup\", \"backward\": true, \"skip_modules\": [\"h.1\", \"h.2\"]}\n");
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", false), DedupSelection::kNvtxModules);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", false, "per_launch_config"),
-            DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", false), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", false, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kKernels, "eager_inputs", false, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
+  // The default: the per-launch-config filter keyed by the mangled name, in every capture kind.
+  for (const char* runtime : {"eager_inputs", "fx_graph"})
+    for (const bool backward : {false, true}) {
+      EXPECT_EQ(dedup_selection(DedupMode::kLayers, runtime, backward), DedupSelection::kPerLaunchConfigMangled);
+      EXPECT_EQ(dedup_selection(DedupMode::kLayers, runtime, backward, "per_launch_config"),
+                DedupSelection::kPerLaunchConfig);
+    }
+  // Module hooks only where they run per layer around every kernel: eager inference.
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", false, "nvtx_modules"), DedupSelection::kNvtxModules);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "fx_graph", false, "nvtx_modules"),
+            DedupSelection::kPerLaunchConfigMangled);
+  EXPECT_EQ(dedup_selection(DedupMode::kKernels, "eager_inputs", false, "nvtx_modules"),
+            DedupSelection::kPerLaunchConfigMangled);
   // A training step: backward kernels escape the forward hooks' NVTX ranges.
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", true), DedupSelection::kPerLaunchConfig);
-  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", true, "nvtx_modules"), DedupSelection::kPerLaunchConfig);
+  EXPECT_EQ(dedup_selection(DedupMode::kLayers, "eager_inputs", true, "nvtx_modules"),
+            DedupSelection::kPerLaunchConfigMangled);
 }
 
 }  // namespace

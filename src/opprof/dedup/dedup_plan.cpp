@@ -28,15 +28,25 @@ DedupPlan empty_plan(const Timeline& tl, DedupMode mode) {
   return p;
 }
 
-// A launch configuration as ncu's per-launch-config filter tells launches apart: the kernel's function name
-// without namespace, template arguments and parameters (ncu's --kernel-name-base function), grid, block and
-// shared memory per block. Two instantiations of one template (elementwise add and mul) with the same grid
-// share a configuration: measured on the H200, ncu replayed 20 rows of eager GPT-2 where the full names
-// predicted 27.
-std::string launch_signature(const Timeline& tl, std::uint32_t k) {
+// A launch configuration as ncu's per-launch-config filter tells launches apart: the kernel's name, grid, block
+// and shared memory per block. Which name is ncu's --kernel-name-base: by default (function) the function name
+// without namespace, template arguments and parameters, so two instantiations of one template (elementwise add
+// and mul) with the same grid share a configuration (measured on the H200: ncu replayed 20 rows of eager GPT-2
+// where the full names predicted 27); with mangled, the mangled name, which the timeline records (a tracer
+// that left none: the printed name, one to one with it). scripts/probe_ncu_name_base.sh measured both.
+std::string launch_signature(const Timeline& tl, std::uint32_t k, DedupSelection key) {
   const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
-  return fmt::format("{} grid({},{},{}) block({},{},{}) smem {}", kernel_match_name(tl.str(tl.kernels.name[k])), g.x,
-                     g.y, g.z, b.x, b.y, b.z, tl.kernels.shared_mem_bytes[k]);
+  const StrId mangled = tl.kernels.mangled[k];
+  const std::string name = key == DedupSelection::kPerLaunchConfigMangled
+                               ? std::string(tl.str(mangled != kNoString ? mangled : tl.kernels.name[k]))
+                               : kernel_match_name(tl.str(tl.kernels.name[k]));
+  return fmt::format("{} grid({},{},{}) block({},{},{}) smem {}", name, g.x, g.y, g.z, b.x, b.y, b.z,
+                     tl.kernels.shared_mem_bytes[k]);
+}
+
+// --dedup kernels selects by launch configuration: the key the request names, else the mangled name's.
+DedupSelection kernel_key(DedupSelection requested) {
+  return by_launch_config(requested) ? requested : DedupSelection::kPerLaunchConfigMangled;
 }
 
 // K of the n candidates, spread evenly (the first, middle and last region of a stack of layers).
@@ -186,14 +196,16 @@ DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attributi
   return p;
 }
 
-DedupPlan plan_kernel_dedup(const Timeline& tl, int verify) {
+DedupPlan plan_kernel_dedup(const Timeline& tl, int verify, DedupSelection key) {
+  if (!by_launch_config(key))
+    throw InputError("--dedup-selection", fmt::format("{} does not select by launch configuration", to_string(key)));
   DedupPlan p = empty_plan(tl, DedupMode::kKernels);
-  p.selection = DedupSelection::kPerLaunchConfig;
+  p.selection = key;
   p.verify = verify;
   std::unordered_map<std::string, std::size_t> class_of;
   for (const std::vector<std::uint32_t>& process : kernels_in_launch_order(tl)) {
     for (std::uint32_t k : process) {
-      std::string sig = launch_signature(tl, k);
+      std::string sig = launch_signature(tl, k, key);
       auto [it, inserted] = class_of.try_emplace(sig, p.classes.size());
       if (inserted) p.classes.push_back({sig, kernel_match_name(tl.str(tl.kernels.name[k])), {}});
       DedupClass& c = p.classes[it->second];
@@ -223,7 +235,7 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
     case DedupMode::kOff: p = plan_without_dedup(tl); break;
     case DedupMode::kRanks:
       throw InputError("--dedup", "ranks is the dedup of a multi-process job: attribute the job (--job, --counters-ranks)");
-    case DedupMode::kKernels: p = plan_kernel_dedup(tl, request.verify); break;
+    case DedupMode::kKernels: p = plan_kernel_dedup(tl, request.verify, kernel_key(request.selection)); break;
     case DedupMode::kLayers: {
       const ModelStructure structure = read_structure_file(request.structure);
       if (request.selection == DedupSelection::kNvtxModules) {
@@ -233,7 +245,7 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
       // ncu decides what is replayed (the first launches of each configuration); the classes decide where a
       // duplicate's counters come from.
       DedupPlan layers = plan_layer_dedup(tl, attribution, structure, 0);
-      p = plan_kernel_dedup(tl, request.verify);
+      p = plan_kernel_dedup(tl, request.verify, request.selection);
       p.mode = DedupMode::kLayers;
       for (std::size_t k = 0; k < p.counters_from.size(); ++k) {
         const std::uint32_t r = layers.counters_from[k];
@@ -247,13 +259,16 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
         }
       p.classes = std::move(layers.classes);
       p.notes = std::move(layers.notes);
-      p.notes.push_back("pass B replays the first launch of each launch configuration (ncu --filter-mode "
-                        "per-launch-config): module hooks cannot mark layers inside a compiled graph");
+      p.notes.push_back(fmt::format("pass B replays the first launch of each launch configuration (ncu --filter-mode "
+                                    "per-launch-config, keyed by the {} name)",
+                                    request.selection == DedupSelection::kPerLaunchConfigMangled
+                                        ? "mangled"
+                                        : "function"));
       finish_counts(p);
       break;
     }
   }
-  p.selection = request.mode == DedupMode::kKernels ? DedupSelection::kPerLaunchConfig : request.selection;
+  p.selection = request.mode == DedupMode::kKernels ? kernel_key(request.selection) : request.selection;
   p.verify = request.verify;
   return p;
 }

@@ -34,16 +34,23 @@ enum class DedupSelection : std::uint8_t {
   kNvtxModules = 0,      // pass B's module hooks push "opprof.dup" around the skipped instances' forward and
                          // backward; ncu --nvtx --nvtx-exclude (eager forward and training)
   kPerLaunchConfig = 1,  // ncu --filter-mode per-launch-config --launch-count 1+verify: the first launches of
-                         // each launch configuration (compiled graphs, CUDA-graph replays, --dedup kernels)
+                         // each launch configuration, keyed by the function name without templates (ncu's
+                         // default --kernel-name-base function); captures made before the mangled key
   kRankWindows = 2,      // a job's pass B: only the replayed ranks open ncu's window (OPPROF_COUNTERS_RANKS)
+  kPerLaunchConfigMangled = 3,  // the same filter keyed by the mangled name (--kernel-name-base mangled):
+                                // template instantiations are configurations of their own (the default)
 };
-inline constexpr std::array<const char*, 3> kDedupSelectionNames = {"nvtx_modules", "per_launch_config",
-                                                                    "rank_windows"};
+inline constexpr std::array<const char*, 4> kDedupSelectionNames = {"nvtx_modules", "per_launch_config",
+                                                                    "rank_windows", "per_launch_config_mangled"};
+// Both per-launch-config selections: ncu decides what is replayed, by launch configuration.
+inline bool by_launch_config(DedupSelection s) {
+  return s == DedupSelection::kPerLaunchConfig || s == DedupSelection::kPerLaunchConfigMangled;
+}
 inline const char* to_string(DedupSelection s) { return enum_name(kDedupSelectionNames, s); }
 
 struct DedupRequest {
   DedupMode mode = DedupMode::kOff;
-  DedupSelection selection = DedupSelection::kNvtxModules;
+  DedupSelection selection = DedupSelection::kPerLaunchConfigMangled;  // opprof profile's default
   int verify = 0;         // --dedup-verify K
   std::string structure;  // layers: pass A's opprof_structure.json
 };
@@ -94,7 +101,9 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
 DedupPlan plan_without_dedup(const Timeline& tl);
 DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
                            int verify = 0);
-DedupPlan plan_kernel_dedup(const Timeline& tl, int verify = 0);
+// key: which per-launch-config selection pass B used (the name a configuration is keyed by).
+DedupPlan plan_kernel_dedup(const Timeline& tl, int verify = 0,
+                            DedupSelection key = DedupSelection::kPerLaunchConfigMangled);
 
 // One process of a job in the merged timeline: its label ("rank 1"), rank (kNoRank without one) and its
 // kernels (kind kernel) in launch order.

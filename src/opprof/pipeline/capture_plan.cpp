@@ -107,8 +107,11 @@ void check_profile_request(const ProfileRequest& r) {
     throw InputError("--dedup", "'" + r.dedup + "': give off, layers or kernels");
   if (r.dedup_verify < 0) throw InputError("--dedup-verify", "must be >= 0");
   if (r.dedup_verify > 0 && r.dedup == "off") throw InputError("--dedup-verify", "needs --dedup layers or kernels");
-  if (r.dedup_selection != "auto" && !enum_from_name<DedupSelection>(kDedupSelectionNames, r.dedup_selection))
-    throw InputError("--dedup-selection", "'" + r.dedup_selection + "': give auto, nvtx_modules or per_launch_config");
+  const auto selection = enum_from_name<DedupSelection>(kDedupSelectionNames, r.dedup_selection);
+  if (r.dedup_selection != "auto" && (!selection || *selection == DedupSelection::kRankWindows))
+    throw InputError("--dedup-selection", "'" + r.dedup_selection +
+                                              "': give auto, nvtx_modules, per_launch_config_mangled or "
+                                              "per_launch_config");
   if (!r.command.empty()) {
     // Pass A runs inside the Python process (torch.profiler and opprof's hooks): the program must be a
     // Python script, given as "python script.py ..." or "script.py ...".
@@ -223,7 +226,7 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   plan.counters_runner_args = capture_args(r, "counters", out, "");
 
   plan.dedup.mode = *enum_from_name<DedupMode>(kDedupModeNames, r.dedup);
-  plan.dedup.selection = DedupSelection::kPerLaunchConfig;  // settled after pass A (dedup_selection)
+  plan.dedup.selection = DedupSelection::kPerLaunchConfigMangled;  // settled after pass A (dedup_selection)
   plan.dedup.verify = r.dedup_verify;
   plan.dedup.structure = (out / OPPROF_STRUCTURE_FILE).string();
   plan.dedup_plan_file = (out / OPPROF_DEDUP_PLAN_FILE).string();
@@ -237,7 +240,9 @@ DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtim
   // Measured on the H200 (docs/dedup.md): in a training step the duplicates' backward kernels, launched
   // from autograd's thread, escape the NVTX ranges (604 of 813 kernels replayed where 164 were planned).
   const bool hooks_run = mode == DedupMode::kLayers && structure_runtime == "eager_inputs" && !backward;
-  return hooks_run && requested != "per_launch_config" ? DedupSelection::kNvtxModules : DedupSelection::kPerLaunchConfig;
+  if (requested == "nvtx_modules" && hooks_run) return DedupSelection::kNvtxModules;
+  if (requested == "per_launch_config") return DedupSelection::kPerLaunchConfig;
+  return DedupSelection::kPerLaunchConfigMangled;
 }
 
 std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {
@@ -246,7 +251,11 @@ std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {
     if (plan.skip_modules.empty()) return {};
     return {"--nvtx", "--nvtx-exclude", std::string(OPPROF_DEDUP_RANGE) + "/"};
   }
-  return {"--filter-mode", "per-launch-config", "--launch-count", std::to_string(1 + std::max(plan.verify, 0))};
+  std::vector<std::string> args = {"--filter-mode", "per-launch-config", "--launch-count",
+                                   std::to_string(1 + std::max(plan.verify, 0))};
+  if (plan.selection == DedupSelection::kPerLaunchConfigMangled)
+    args.insert(args.end(), {"--kernel-name-base", "mangled"});
+  return args;
 }
 
 std::string dedup_plan_json(const DedupPlan& plan, bool backward) {

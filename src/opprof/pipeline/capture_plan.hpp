@@ -37,7 +37,7 @@ struct ProfileRequest {
   // class in full and reports how far their counters are from the representative's.
   std::string dedup = "layers";
   int dedup_verify = 0;
-  std::string dedup_selection = "auto";  // auto, nvtx_modules or per_launch_config (dedup_selection())
+  std::string dedup_selection = "auto";  // auto or a DedupSelection name but rank_windows (dedup_selection())
   // The program starts the processes that run CUDA (a launcher): each process writes its own capture
   // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
   // torchrun and python -m torch.distributed.run, whose processes also get opprof's capture runner.
@@ -119,14 +119,15 @@ struct CapturePlan {
   std::string dedup_plan_file;
 };
 
-// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200): NVTX exclude
-// ranges from module hooks where module hooks run per layer around every kernel (an eager model's inference:
-// a structure whose runtime is eager_inputs, no backward kernels in the window), which replays exactly the
-// plan's kernels; ncu's per-launch-config filter elsewhere (compiled graphs, CUDA-graph replays, training
-// steps, whose backward kernels autograd launches outside the hooks' ranges, --dedup kernels) and when requested, which also dedups
-// kernels outside the layers but shares one launch's counters among the template instantiations of a
-// configuration (elementwise add and mul). requested is ProfileRequest::dedup_selection ("auto",
-// "nvtx_modules", "per_launch_config").
+// Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200). By default
+// ncu's per-launch-config filter keyed by the mangled name (per_launch_config_mangled): it works in every
+// capture kind (eager, compiled graphs, CUDA-graph replays, training steps) and also dedups the kernels outside
+// the layers. On request, NVTX exclude ranges from module hooks (nvtx_modules), which replay exactly the plan's
+// layers, where the hooks run per layer around every kernel (an eager model's inference: a structure whose
+// runtime is eager_inputs, no backward kernels in the window; autograd launches backward kernels outside the
+// hooks' ranges), else the default; or the filter keyed by the function name (per_launch_config: ncu's default
+// key, which shares one launch's counters among a template's instantiations). requested is
+// ProfileRequest::dedup_selection ("auto" or a selection's name).
 DedupSelection dedup_selection(DedupMode mode, std::string_view structure_runtime, bool backward,
                                std::string_view requested = "auto");
 

@@ -281,7 +281,7 @@ class Runner {
                       "deduplicating by kernel signature instead (--dedup kernels)",
                       fs::path(request.structure).filename().string()));
       request.mode = DedupMode::kKernels;
-      request.selection = DedupSelection::kPerLaunchConfig;
+      request.selection = DedupSelection::kPerLaunchConfigMangled;
     }
     std::optional<InductorArtifacts> inductor;
     if (!attr.inductor.empty()) inductor = read_inductor_artifacts(attr.inductor);
@@ -293,7 +293,7 @@ class Runner {
       request.selection = dedup_selection(request.mode, runtime, backward, r_.dedup_selection);
       if (r_.dedup_selection == "nvtx_modules" && request.selection != DedupSelection::kNvtxModules)
         say(fmt::format("dedup: --dedup-selection nvtx_modules needs module hooks that run per layer around every "
-                        "kernel (an eager model, inference); {}: using per_launch_config",
+                        "kernel (an eager model, inference); {}: using per_launch_config_mangled",
                         backward ? "this window has backward kernels, launched outside the hooks' ranges"
                                  : "this structure's runtime is " + runtime));
     }
