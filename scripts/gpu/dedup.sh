@@ -7,9 +7,9 @@
 # with and without --dedup on GPT-2 small (examples/gpt2.py, batch 4 x 128, eager and compiled) and a training
 # step (examples/train_lm.py --model gpt2, eager, AdamW), opprof's default metric set, --clock-control none:
 # kernels replayed and pass-B wall time, per-operator key metrics with vs without dedup
-# (scripts/gpu/compare_dedup.py), --dedup-verify 3 deviations (eager), the NVTX selection on eager GPT-2
-# (--dedup-selection nvtx_modules), and one deduplicated capture saved as
-# the fixture tests/fixtures/dedup/gpt2_eager (timeline, dedup'd ncu CSV, structure file, plan).
+# (scripts/gpu/compare_dedup.py), --dedup-verify 3 deviations (eager), the other selections on eager GPT-2
+# (--dedup-selection nvtx_modules, per_launch_config), and the captures of the runs FIXTURES names saved as
+# fixtures (timeline, ncu CSV, structure file, plan; tests/fixtures/dedup).
 # Runs in order of importance within a wall-time budget for the whole script, build included (TOTAL_S,
 # default 345 s); a run that would not fit is skipped, a run still going at the end is stopped (SIGINT: opprof
 # stops ncu and keeps what it has). Whatever finished is written under $OUT on any exit (a trap).
@@ -95,24 +95,26 @@ compare "GPT-2 small training step (AdamW), eager" train_off train_layers
 for name in $RUNS; do
   [[ -f "$W/$name/report.json" ]] && "$PYTHON" -c "
 import json,sys; r=json.load(open('$W/$name/report.json')); d=r['dedup']; m=r['metadata']
-print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','instances_replayed_in_full')}, 'pass B', m.get('timing.pass_b_s'), 's')
+print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','kernels_without_source','instances_replayed_in_full')}, 'pass B', m.get('timing.pass_b_s'), 's')
+n=r.get('ncu', {}); print('    ncu rows', n.get('rows'), 'matched', n.get('matched'), 'unmatched rows', n.get('unmatched_rows'), 'unmatched kernels', n.get('unmatched_kernels'))
 for f in d.get('differing_instances', [])[:5]: print('    differs:', f['instance'], f['why'][:200])
 " >>"$SUMMARY" 2>&1
 done
 
-# The fixture: the eager dedup capture (verify run when it exists: its CSV also holds the verify duplicates).
-src=$W/eager_verify
-[[ -f "$src/profile.db" ]] || src=$W/eager_layers
-if [[ -f "$src/profile.db" ]]; then
-F=$W/fixture/gpt2_eager
-mkdir -p "$F"
-for f in trace.opprof trace.json capture.json opprof_structure.json dedup_plan.json ncu.csv report.txt report.json; do
-  [[ -f "$src/$f" ]] && cp "$src/$f" "$F/"
+# Fixtures: the captures of the runs FIXTURES names (default: the eager dedup capture), each in
+# $W/fixture/NAME: timeline, ncu CSV (gzipped), capture record, structure file, plan, reports.
+for name in ${FIXTURES:-eager_layers}; do
+  src=$W/$name
+  [[ -f "$src/profile.db" ]] || continue
+  F=$W/fixture/$name
+  mkdir -p "$F"
+  for f in trace.opprof trace.json capture.json opprof_structure.json dedup_plan.json ncu.csv report.txt report.json; do
+    [[ -f "$src/$f" ]] && cp "$src/$f" "$F/"
+  done
+  for f in "$F"/trace.json "$F"/ncu.csv; do [[ -f "$f" ]] && gzip -9 -n -f "$f"; done
+  grep -h 'opprof profile\|dedup' "$W/$name.err" >"$F/profile_stderr.txt" 2>/dev/null
+  say "fixture $name: $(ls "$F" | tr '\n' ' ')"
 done
-for f in "$F"/trace.json "$F"/ncu.csv; do [[ -f "$f" ]] && gzip -9 -n -f "$f"; done
-grep -h 'opprof profile\|dedup' "$src/../$(basename "$src").err" >"$F/profile_stderr.txt" 2>/dev/null
-say "fixture from $(basename "$src"): $(ls "$F" | tr '\n' ' ')"
-fi
 
 say "done; budget left $(left) s"
 cat "$SUMMARY"

@@ -440,17 +440,19 @@ namespace {
 // its plan's replay set, every propagated value is marked with its source and equals it, and the operators'
 // key metrics agree with the capture without dedup of the same session.
 struct DedupCapture {
-  const char* folder;
+  const char* folder;  // under tests/fixtures/dedup
   DedupSelection selection;
   int verify;
   std::uint64_t rows;
+  const char* off;          // the same session's capture without dedup; nullptr: none was made
+  double all_ops_share;     // every operator with at least this share of the kernel time is within 5 % (1: none)
 };
 
 class GoldenDedup : public ::testing::TestWithParam<DedupCapture> {};
 
 TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
   const DedupCapture c = GetParam();
-  const std::string dir = fixture(std::string("dedup/gpt2_eager/") + c.folder);
+  const std::string dir = fixture(std::string("dedup/") + c.folder);
   TempDir tmp;
   AttributeRequest r;
   r.trace = dir + "/trace.opprof";
@@ -496,22 +498,34 @@ TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
   }
 
   // Against the same session's capture without dedup (another run: compared by operator).
-  const std::string off = fixture("dedup/gpt2_eager/off");
+  if (c.off == nullptr) return;
+  const std::string off = fixture(std::string("dedup/") + c.off);
   const AttributeResult full = attribute(off + "/trace.opprof", off + "/ncu.csv.gz");
-  std::string where;
+  std::string where, where_all;
   const double main_ops = worst_operator_deviation(full, d, 0.05, &where, /*same_timeline=*/false);
+  const double all_ops = worst_operator_deviation(full, d, c.all_ops_share, &where_all, /*same_timeline=*/false);
   std::printf("H200 %s: %llu of %llu kernels replayed; operators with >= 5 %% of the time within %.2f %% of the "
-              "capture without dedup (%s)\n",
+              "capture without dedup (%s); with >= %.1f %% within %.2f %% (%s)\n",
               c.folder, static_cast<unsigned long long>(c.rows), static_cast<unsigned long long>(d.dedup->kernels),
-              100 * main_ops, where.c_str());
+              100 * main_ops, where.c_str(), 100 * c.all_ops_share, 100 * all_ops, where_all.c_str());
   EXPECT_LE(main_ops, 0.05) << where;
+  EXPECT_LE(all_ops, 0.05) << where_all;
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, GoldenDedup,
-                         ::testing::Values(DedupCapture{"nvtx", DedupSelection::kNvtxModules, 0, 32},
-                                           DedupCapture{"launch_config_verify3", DedupSelection::kPerLaunchConfig, 3,
-                                                        46}),
-                         [](const ::testing::TestParamInfo<DedupCapture>& p) { return std::string(p.param.folder); });
+                         ::testing::Values(DedupCapture{"gpt2_eager/nvtx", DedupSelection::kNvtxModules, 0, 32,
+                                                        "gpt2_eager/off", 1.0},
+                                           DedupCapture{"gpt2_eager/launch_config_verify3",
+                                                        DedupSelection::kPerLaunchConfig, 3, 46, "gpt2_eager/off", 1.0},
+                                           DedupCapture{"gpt2_eager/mangled", DedupSelection::kPerLaunchConfigMangled,
+                                                        0, 27, "gpt2_eager/mangled_off", 0.002},
+                                           DedupCapture{"gpt2_train/mangled", DedupSelection::kPerLaunchConfigMangled,
+                                                        0, 82, nullptr, 1.0}),
+                         [](const ::testing::TestParamInfo<DedupCapture>& p) {
+                           std::string name = p.param.folder;
+                           std::replace(name.begin(), name.end(), '/', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace opprof
