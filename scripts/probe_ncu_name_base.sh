@@ -8,18 +8,7 @@ set -u
 out=/tmp/name_base; rm -rf "$out"; mkdir -p "$out"
 export TORCHINDUCTOR_CACHE_DIR=/tmp/probe_inductor TRITON_CACHE_DIR=/tmp/probe_triton
 py="python3 scripts/probe_ncu_selection.py"
-printf 'case\trc\tkernels\tseconds\n' > "$out/summary.tsv"
-probe() {  # name, ncu args..., --, python args...
-  local name=$1; shift
-  local nargs=(); while [[ $1 != -- ]]; do nargs+=("$1"); shift; done; shift
-  local t0=$(date +%s%N)
-  ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
-      "${nargs[@]}" --log-file "$out/$name.csv" $py "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  local t1=$(date +%s%N)
-  local n=$(grep -c '"gpu__time_duration.sum"' "$out/$name.csv" 2>/dev/null)
-  printf '%s\t%s\t%s\t%d.%d\n' "$name" "$rc" "$n" $(( (t1 - t0) / 1000000000 )) $(( (t1 - t0) / 100000000 % 10 )) >> "$out/summary.tsv"
-}
+source "$(dirname "$0")/probe_ncu_common.sh"
 for mode in eager_fwd eager_train; do
   probe ${mode}_all_demangled -- $mode none
   probe ${mode}_all_mangled --print-kernel-base mangled -- $mode none

@@ -8,18 +8,7 @@ export TORCHINDUCTOR_CACHE_DIR=/tmp/probe_inductor TRITON_CACHE_DIR=/tmp/probe_t
 py="python3 scripts/probe_ncu_selection.py"
 ncu --help > "$out/ncu_help.txt" 2>&1
 ncu --version > "$out/ncu_version.txt" 2>&1
-printf 'case\trc\tkernels\tseconds\n' > "$out/summary.tsv"
-probe() {  # name, ncu args..., --, python args...
-  local name=$1; shift
-  local nargs=(); while [[ $1 != -- ]]; do nargs+=("$1"); shift; done; shift
-  local t0=$(date +%s%N)
-  ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum --csv \
-      "${nargs[@]}" --log-file "$out/$name.csv" $py "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  local t1=$(date +%s%N)
-  local n=$(grep -c '"gpu__time_duration.sum"' "$out/$name.csv" 2>/dev/null)
-  printf '%s\t%s\t%s\t%d.%d\n' "$name" "$rc" "$n" $(( (t1 - t0) / 1000000000 )) $(( (t1 - t0) / 100000000 % 10 )) >> "$out/summary.tsv"
-}
+source "$(dirname "$0")/probe_ncu_common.sh"
 for mode in eager_fwd eager_train compiled_fwd cudagraph; do
   probe ${mode}_all -- $mode none
   probe ${mode}_perconfig --filter-mode per-launch-config --launch-count 1 -- $mode none
