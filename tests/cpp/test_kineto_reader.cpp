@@ -59,11 +59,17 @@ class KinetoReaderTest : public ::testing::Test {
   fs::path dir_;
 };
 
+using detail::InputAccess;
+constexpr InputAccess kEveryAccess[] = {InputAccess::kRead, InputAccess::kReadAhead, InputAccess::kMap};
+std::string access_name(InputAccess a) {
+  return a == InputAccess::kMap ? " mapped" : a == InputAccess::kReadAhead ? " read ahead" : " read";
+}
+
 Timeline read_with_chunk(const std::string& path, std::size_t chunk, KinetoReadStats* stats = nullptr,
-                         bool read_ahead = true) {
+                         InputAccess access = InputAccess::kMap) {
   detail::KinetoReadOptions options;
   options.chunk_bytes = chunk;
-  options.read_ahead = read_ahead;
+  options.access = access;
   return detail::read_kineto_trace(path, options, stats, {});
 }
 
@@ -355,17 +361,17 @@ TEST_F(KinetoReaderTest, TinyChunksGiveTheSameTimeline) {
   Timeline whole = read_kineto_trace(path);
   // Chunk sizes below, around and above the 64-byte scan block, so that events, keys, numbers and
   // strings straddle chunk boundaries everywhere.
-  // Both with chunks read ahead on a helper thread and read when needed.
-  for (bool read_ahead : {false, true}) {
+  // Mapped, with chunks read ahead on a helper thread, and read when needed.
+  for (InputAccess access : kEveryAccess) {
     for (std::size_t chunk : {std::size_t{7}, std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{4093}}) {
-      SCOPED_TRACE("chunk " + std::to_string(chunk) + (read_ahead ? " read ahead" : ""));
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + access_name(access));
       KinetoReadStats stats;
-      Timeline chunked = read_with_chunk(path, chunk, &stats, read_ahead);
+      Timeline chunked = read_with_chunk(path, chunk, &stats, access);
       EXPECT_EQ(stats.events, 2299u);
       expect_same_timeline(whole, chunked);
     }
     const std::string mlp = kFixtures + "mlp_compiled.kineto.json";
-    expect_same_timeline(read_kineto_trace(mlp), read_with_chunk(mlp, 1, nullptr, read_ahead));
+    expect_same_timeline(read_kineto_trace(mlp), read_with_chunk(mlp, 1, nullptr, access));
   }
 }
 
@@ -406,11 +412,13 @@ TEST_F(KinetoReaderTest, TheFirstErrorInTheFileIsReportedWhateverTheThreads) {
   const std::string path = write("bad.json", bad);
   const std::size_t line_start = text.rfind('\n', first) + 1;
   for (unsigned threads : {1u, 3u}) {
-    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20}) {
-      SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk));
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20})
+    for (InputAccess access : kEveryAccess) {
+      SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
       detail::KinetoReadOptions options;
       options.chunk_bytes = chunk;
       options.parse_threads = threads;
+      options.access = access;
       try {
         detail::read_kineto_trace(path, options, nullptr, {});
         ADD_FAILURE() << "expected an InputError";
@@ -442,13 +450,13 @@ TEST_F(KinetoReaderTest, EventLargerThanTheRoomBetweenChunks) {
                                   event("kernel", long_name, "0", "7", "4", "1", args + "4"),
                                   event("kernel", "small_c", "0", "7", "5", "1", args + "5")});
   const std::string path = write("big.json", text);
-  for (bool read_ahead : {false, true}) {
+  for (InputAccess access : kEveryAccess) {
     // Repeated: with read-ahead, a chunk handed back too early shows up only when the helper thread
     // happens to refill it at the wrong moment.
     for (std::size_t chunk : {std::size_t{4096}, std::size_t{4096}, std::size_t{4096}, std::size_t{4096},
                               std::size_t{300000}, std::size_t{4} << 20}) {
-      SCOPED_TRACE("chunk " + std::to_string(chunk) + (read_ahead ? " read ahead" : ""));
-      Timeline tl = read_with_chunk(path, chunk, nullptr, read_ahead);
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + access_name(access));
+      Timeline tl = read_with_chunk(path, chunk, nullptr, access);
       ASSERT_EQ(tl.kernels.size(), 5u);
       EXPECT_EQ(tl.str(tl.kernels.name[0]), "small_a");
       EXPECT_EQ(tl.str(tl.kernels.name[1]), long_name);
@@ -457,6 +465,32 @@ TEST_F(KinetoReaderTest, EventLargerThanTheRoomBetweenChunks) {
       EXPECT_EQ(tl.str(tl.kernels.name[4]), "small_c");
       EXPECT_EQ(tl.kernels.correlation[4], 5u);
     }
+  }
+}
+
+TEST_F(KinetoReaderTest, AFileTruncatedWhileMappedIsAnInputError) {
+  // The mapped window grows a chunk at a time; a file cut short meanwhile is found before the reader
+  // touches a page past its new end (which would fault).
+  const std::string text = slurp(kFixtures + "gpt2_eager.kineto.json");
+  const std::string path = write("shrinking.json", text);
+  detail::KinetoReadOptions options;
+  options.chunk_bytes = 4096;
+  options.progress_every_bytes = 4096;
+  options.access = InputAccess::kMap;
+  bool cut = false;
+  try {
+    detail::read_kineto_trace(path, options, nullptr, [&](std::uint64_t done, std::uint64_t) {
+      // Past what the window shows and its padding, so that what was shown stays readable.
+      if (!cut && done > text.size() / 2) {
+        fs::resize_file(path, done + 8192);
+        cut = true;
+      }
+    });
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(cut);
+    EXPECT_NE(e.message().find("truncated while it was being read"), std::string::npos) << e.what();
+    EXPECT_EQ(e.file(), path);
   }
 }
 
@@ -616,7 +650,8 @@ TEST_F(KinetoReaderTest, TopLevelKeysAfterTheEventsAndTheBareArrayFormat) {
   EXPECT_EQ(bare.kernels.size(), 2u);
   // A byte order mark in front, even when the first chunk holds only part of it.
   const std::string with_bom = write("bom.json", "\xEF\xBB\xBF" + text);
-  EXPECT_EQ(read_with_chunk(with_bom, 2, nullptr, false).kernels.size(), 1u);
+  for (InputAccess access : kEveryAccess)
+    EXPECT_EQ(read_with_chunk(with_bom, 2, nullptr, access).kernels.size(), 1u) << access_name(access);
   EXPECT_EQ(read_kineto_trace(with_bom).kernels.size(), 1u);
   Timeline empty = read_kineto_trace(write("empty_events.json", "{\"traceEvents\": []}"));
   EXPECT_EQ(empty.kernels.size(), 0u);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "opprof/ingest/json_scan.hpp"
+#include "opprof/ingest/mapped_file.hpp"
 #include "opprof/util/text.hpp"
 
 namespace opprof::detail {
@@ -69,7 +70,7 @@ class FileSource {
       gzbuffer(gz_, 1u << 18);
     } else if (regular_) {
       ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-      drop_behind_ = file_bytes_ > drop_behind_threshold();
+      drop_behind_ = exceeds_page_cache_share(file_bytes_);
     }
   }
   ~FileSource() {
@@ -132,16 +133,10 @@ class FileSource {
            std::uint64_t{tail[3]} << 24;
   }
 
-  // A file larger than a quarter of the machine's memory cannot stay cached beside the timeline read from
-  // it: its pages are dropped from the page cache once read, which spares the kernel reclaiming them under
-  // memory pressure (a 28.6 GB trace on a 24 GB machine: about 40 s of system time). Smaller files stay
+  // A file too large to stay cached beside the timeline read from it (a 28.6 GB trace on a 24 GB machine:
+  // about 40 s of system time in reclaim) is dropped from the page cache as it is read; smaller files stay
   // cached for the next run.
   static constexpr std::uint64_t kDropBehindBytes = std::uint64_t{64} << 20;
-  static std::uint64_t drop_behind_threshold() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return UINT64_MAX;
-    return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4;
-  }
 
   int fd_ = -1;
   gzFile gz_ = nullptr;
@@ -275,20 +270,28 @@ namespace {
 char empty_window[ChunkedInput::kPadding + 1] = {};
 }  // namespace
 
-ChunkedInput::ChunkedInput(std::string path, std::size_t chunk_bytes, bool read_ahead) : path_(std::move(path)) {
+ChunkedInput::ChunkedInput(std::string path, std::size_t chunk_bytes, InputAccess access) : path_(std::move(path)) {
+  data_ = empty_window;
+  chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
   auto source = std::make_unique<FileSource>(path_);
   gzipped_ = source->gzipped();
   file_bytes_ = source->file_bytes();
   gzip_isize_ = source->gzip_isize();
-  chunk_bytes = std::max<std::size_t>(chunk_bytes, 1);
   // A plain file that fits one chunk is read in one block of its size (one more byte shows its end) and
   // without the helper thread: small inputs (a fuzzer's, a test's) cost no thread and no unused buffers.
   // A file that grows meanwhile is still read whole, in further blocks.
   const bool fits_one_chunk = !gzipped_ && source->regular() && file_bytes_ < chunk_bytes;
   if (fits_one_chunk) chunk_bytes = std::max(static_cast<std::size_t>(file_bytes_) + 1, std::min(chunk_bytes, kSmallestBlock));
-  const bool threaded = read_ahead && source->regular() && !fits_one_chunk;
+  if (access == InputAccess::kMap && !gzipped_ && source->regular() && !fits_one_chunk) {
+    source.reset();
+    map_ = std::make_unique<MappedFile>(path_, kPadding);
+    file_bytes_ = map_->size();
+    chunk_bytes_ = chunk_bytes;
+    drop_behind_ = exceeds_page_cache_share(file_bytes_);
+    return;
+  }
+  const bool threaded = access != InputAccess::kRead && source->regular() && !fits_one_chunk;
   reader_ = std::make_unique<BlockReader>(std::move(source), chunk_bytes, threaded);
-  data_ = empty_window;
 }
 
 ChunkedInput::~ChunkedInput() = default;
@@ -307,6 +310,10 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
   keep_from = std::min(keep_from, size_);
   discard(keep_from);
   if (eof_) return keep_from;
+  if (map_) {
+    refill_mapped();
+    return keep_from;
+  }
 
   Block* next = nullptr;
   try {
@@ -320,13 +327,13 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
   eof_ = next->last;
 
   const std::size_t carry = size_;
+  char* window = nullptr;
   if (carry <= kHeadroom) {
     // The usual case: the unfinished item moves in front of the next chunk, which is not copied.
-    char* start = next->data - carry;
-    std::memcpy(start, data_, carry);
+    window = next->data - carry;
+    std::memcpy(window, data_, carry);
     if (block_ != nullptr) reader_->release();
     block_ = next;
-    data_ = start;
   } else {
     // An item larger than the headroom: the window continues in the overflow buffer.
     const std::size_t needed = carry + chunk;
@@ -343,12 +350,33 @@ std::size_t ChunkedInput::refill(std::size_t keep_from) {
     if (block_ != nullptr) reader_->release();
     reader_->release();  // next: its bytes are in the overflow buffer now
     block_ = nullptr;
-    data_ = overflow_.get();
+    window = overflow_.get();
   }
+  data_ = window;
   size_ = carry + chunk;
   // simdjson reads (but does not interpret) bytes past a document's end; keep them defined.
-  std::memset(data_ + size_, ' ', kPadding);
+  std::memset(window + size_, ' ', kPadding);
   return keep_from;
+}
+
+void ChunkedInput::refill_mapped() {
+  // A page past the end of a file that was cut short faults: stop with an error before reading there.
+  if (map_->shrunk())
+    throw InputError(path_, "the file was truncated while it was being read", position_of(size_));
+  const std::uint64_t end = std::min<std::uint64_t>(file_bytes_, base_ + size_ + chunk_bytes_);
+  data_ = map_->data() + base_;
+  size_ = static_cast<std::size_t>(end - base_);
+  bytes_read_ = end;
+  eof_ = end == file_bytes_;
+}
+
+void ChunkedInput::release_before(std::uint64_t offset) {
+  if (!map_) return;
+  offset = std::min(offset, base_);
+  if (offset <= released_) return;
+  const auto from = static_cast<std::size_t>(released_), to = static_cast<std::size_t>(offset);
+  // Whole pages are dropped: the one `to` lies in goes with the next release.
+  released_ = drop_behind_ ? map_->drop_cached(from, to) : map_->drop_resident(from, to);
 }
 
 InputPosition ChunkedInput::position_of(std::size_t i) const {

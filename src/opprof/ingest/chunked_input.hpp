@@ -6,9 +6,11 @@
 // the documents it parses in place. Newlines are counted as bytes are discarded, so any position still
 // in the window can be named by line and column for an error message.
 //
-// Chunks are read (and gunzipped) ahead by a helper thread while the caller parses the previous ones,
-// and the window moves to the next chunk without copying it: only the unfinished item at a chunk's end
-// is carried over, into room kept free in front of the next chunk.
+// A plain file larger than one chunk is mapped (InputAccess::kMap): the window is a range of the mapping
+// that grows by a chunk per refill, nothing is copied, and the pages before release_before()'s offset are
+// dropped. Otherwise chunks are read (and gunzipped) ahead by a helper thread while the caller parses the
+// previous ones, and the window moves to the next chunk without copying it: only the unfinished item at a
+// chunk's end is carried over, into room kept free in front of the next chunk.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -20,6 +22,15 @@ namespace opprof::detail {
 
 class BlockReader;
 struct Block;
+class MappedFile;
+
+// How ChunkedInput gets the bytes. Each falls back to the next where it cannot be used: a gzip file, a
+// pipe or a file that fits one chunk is not mapped; a pipe is not read ahead.
+enum class InputAccess {
+  kMap,        // map the file; the window views the mapping (the bytes stay valid until release_before)
+  kReadAhead,  // read chunks on a helper thread into buffers the window moves through
+  kRead,       // read each chunk when the window needs it
+};
 
 class ChunkedInput {
  public:
@@ -27,9 +38,8 @@ class ChunkedInput {
   static constexpr std::size_t kPadding = 64;
 
   // Opens path (gzip is recognized by its magic bytes, or by a .gz name when the input cannot be
-  // peeked at). read_ahead reads chunks on a helper thread (regular files only: a pipe could leave it
-  // blocked). Throws InputError when the file cannot be opened.
-  ChunkedInput(std::string path, std::size_t chunk_bytes, bool read_ahead = true);
+  // peeked at). Throws InputError when the file cannot be opened.
+  ChunkedInput(std::string path, std::size_t chunk_bytes, InputAccess access = InputAccess::kMap);
   ~ChunkedInput();
   ChunkedInput(const ChunkedInput&) = delete;
   ChunkedInput& operator=(const ChunkedInput&) = delete;
@@ -45,6 +55,12 @@ class ChunkedInput {
   // has no more bytes. Throws InputError on read or decompression errors.
   std::size_t refill(std::size_t keep_from);
 
+  // Mapped: bytes before the window stay readable (at their old addresses) until released; the caller
+  // releases what it no longer views, up to an absolute offset (clamped to the window's start), and the
+  // process's copies of those pages are dropped. Other modes copy, so there this does nothing.
+  bool mapped() const { return map_ != nullptr; }
+  void release_before(std::uint64_t offset);
+
   std::uint64_t offset_of(std::size_t i) const { return base_ + i; }
   // Line and column (1-based, in bytes) and byte offset of data()[i]; i may equal size().
   InputPosition position_of(std::size_t i) const;
@@ -59,12 +75,18 @@ class ChunkedInput {
  private:
   void discard(std::size_t keep_from);
 
+  void refill_mapped();
+
   std::string path_;
+  std::unique_ptr<MappedFile> map_;  // kMap: the file; reader_ is null then
+  std::size_t chunk_bytes_ = 0;
+  bool drop_behind_ = false;  // mapped: also drop released pages from the page cache
+  std::uint64_t released_ = 0;
   std::unique_ptr<BlockReader> reader_;
   Block* block_ = nullptr;  // the chunk the window lies in; null while it lies in overflow_
   std::unique_ptr<char[]> overflow_;  // for an item larger than the room in front of a chunk
   std::size_t overflow_capacity_ = 0;
-  char* data_ = nullptr;
+  const char* data_ = nullptr;
   std::size_t size_ = 0;
   bool eof_ = false;
   bool gzipped_ = false;

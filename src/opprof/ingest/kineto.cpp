@@ -260,13 +260,17 @@ std::uint32_t to_u32(std::uint64_t v) {
 }
 
 
-// A run of consecutive events copied out of the input window, parsed on a worker thread. The events'
-// strings view the batch's bytes (or `unescaped`), so a batch lives until its events are in the timeline.
+// A run of consecutive events of the input, parsed on a worker thread: a view of the mapped file, or a copy
+// out of the input window where the file is read into buffers that are reused. The events' strings view
+// the batch's bytes (or `unescaped`), so a batch (and the mapping's pages under it) lives until its events
+// are in the timeline.
 struct EventBatch {
-  std::unique_ptr<char[]> bytes;  // size bytes, then ChunkedInput::kPadding spaces
-  std::size_t capacity = 0;
+  const char* data = nullptr;  // size bytes, then at least ChunkedInput::kPadding readable ones
   std::size_t size = 0;
-  InputPosition base;                                        // where bytes[0] is in the file
+  std::size_t readable = 0;    // bytes readable from data on: size and the padding or more
+  std::unique_ptr<char[]> copy;  // what data points into when the bytes were copied
+  std::size_t capacity = 0;
+  InputPosition base;                                        // where data[0] is in the file
   std::vector<std::pair<std::size_t, std::size_t>> spans;   // each event's offset and length in bytes
 
   // What parsing gave: the events to import, in file order, and the counts of those skipped early.
@@ -277,14 +281,19 @@ struct EventBatch {
   std::exception_ptr error;                         // the first malformed event's InputError
   bool parsed = false;                              // guarded by ParseWorkers::mutex_
 
-  void fill(const char* data, std::size_t n, const InputPosition& where) {
+  void fill(const char* bytes, std::size_t n, const InputPosition& where) {
     if (n > capacity) {
       capacity = std::max(n, capacity + capacity / 2);
-      bytes.reset(new char[capacity + ChunkedInput::kPadding]);  // not zeroed: fill() writes it all
+      copy.reset(new char[capacity + ChunkedInput::kPadding]);  // not zeroed: fill() writes it all
     }
-    std::memcpy(bytes.get(), data, n);
-    std::memset(bytes.get() + n, ' ', ChunkedInput::kPadding);  // simdjson reads past a document's end
+    std::memcpy(copy.get(), bytes, n);
+    std::memset(copy.get() + n, ' ', ChunkedInput::kPadding);  // simdjson reads past a document's end
+    view(copy.get(), n, n + ChunkedInput::kPadding, where);
+  }
+  void view(const char* bytes, std::size_t n, std::size_t readable_bytes, const InputPosition& where) {
+    data = bytes;
     size = n;
+    readable = readable_bytes;
     base = where;
   }
   void clear() {
@@ -296,14 +305,14 @@ struct EventBatch {
     error = nullptr;
     parsed = false;
   }
-  // Line and column (1-based, in bytes) and byte offset of bytes[i].
+  // Line and column (1-based, in bytes) and byte offset of data[i].
   InputPosition position_of(std::size_t i) const {
     i = std::min(i, size);
     InputPosition pos = base;
     pos.byte_offset += i;
-    pos.line += count_newlines(bytes.get(), i);
-    if (const void* nl = i > 0 ? ::memrchr(bytes.get(), '\n', i) : nullptr)
-      pos.column = i - static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.get());
+    pos.line += count_newlines(data, i);
+    if (const void* nl = i > 0 ? ::memrchr(data, '\n', i) : nullptr)
+      pos.column = i - static_cast<std::size_t>(static_cast<const char*>(nl) - data);
     else
       pos.column += i;
     return pos;
@@ -380,8 +389,8 @@ class EventParser {
     throw InputError(path_, std::string(message), batch_->position_of(i));
   }
   std::size_t index_of(const char* p, std::size_t fallback) const {
-    if (p < batch_->bytes.get() || p >= batch_->bytes.get() + batch_->size) return fallback;
-    return static_cast<std::size_t>(p - batch_->bytes.get());
+    if (p < batch_->data || p >= batch_->data + batch_->size) return fallback;
+    return static_cast<std::size_t>(p - batch_->data);
   }
   // A malformed event: named at the first byte where the strict checker finds the grammar broken and
   // with what it expected there; simdjson's own location (a token near the problem) when the checker
@@ -397,7 +406,7 @@ class EventParser {
   }
   void fail_if_json_problem(std::size_t event_start, simdjson::error_code error) const {
     if (error == simdjson::UTF8_ERROR || event_start != event_start_) return;
-    if (auto problem = find_json_problem(std::string_view(batch_->bytes.get() + event_start_, event_length_)))
+    if (auto problem = find_json_problem(std::string_view(batch_->data + event_start_, event_length_)))
       fail_at(event_start_ + problem->offset, "malformed event: " + problem->message);
   }
 
@@ -442,7 +451,7 @@ void EventParser::parse(EventBatch& batch) {
     event_start_ = start;
     event_length_ = length;
     od::document doc;
-    if (auto e = parser_.iterate(batch.bytes.get() + start, length, batch.size - start + ChunkedInput::kPadding)
+    if (auto e = parser_.iterate(batch.data + start, length, batch.readable - start)
                      .get(doc)) {
       fail_if_json_problem(start, e);
       fail_at(start, fmt::format("malformed event: {}", simdjson::error_message(e)));
@@ -801,7 +810,7 @@ unsigned parse_threads(unsigned asked) {
 class KinetoReader {
  public:
   KinetoReader(const std::string& path, const KinetoReadOptions& options, const ReadProgress& progress)
-      : in_(path, options.chunk_bytes, options.read_ahead), options_(options), progress_(progress),
+      : in_(path, options.chunk_bytes, options.access), options_(options), progress_(progress),
         next_progress_(options.progress_every_bytes), threads_(parse_threads(options.parse_threads)),
         workers_(in_.path(), threads_) {}
 
@@ -1328,7 +1337,11 @@ void KinetoReader::flush_batch() {
     spare_.pop_back();
   }
   const auto& [last_start, last_length] = spans_.back();
-  batch->fill(in_.data() + batch_first_, last_start + last_length, in_.position_of(batch_first_));
+  const std::size_t n = last_start + last_length;
+  if (in_.mapped())
+    batch->view(in_.data() + batch_first_, n, in_.readable_from(batch_first_), in_.position_of(batch_first_));
+  else
+    batch->fill(in_.data() + batch_first_, n, in_.position_of(batch_first_));
   batch->spans.swap(spans_);
   if (in_.eof() && in_flight_.empty()) {
     // The last batch, and none before it still being parsed: parsed here, as a worker would, for no
@@ -1361,6 +1374,7 @@ void KinetoReader::merge_oldest_batch() {
   for (const auto& [cat, n] : batch->ignored_by_category)
     categories_[static_cast<std::size_t>(category_index(cat))].ignored += n;
   for (std::size_t c = 0; c < 256; ++c) ignored_phases_[c] += batch->ignored_phases[c];
+  in_.release_before(batch->base.byte_offset + batch->size);  // its events are in the timeline now
   batch->clear();
   spare_.push_back(std::move(batch));
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "opprof/ingest/chunked_input.hpp"
 #include "opprof/ingest/kineto.hpp"
 
 namespace opprof::detail {
@@ -16,8 +17,9 @@ struct KinetoReadOptions {
   std::size_t chunk_bytes = std::size_t{4} << 20;
   // How often the progress callback is called, in bytes read.
   std::uint64_t progress_every_bytes = std::uint64_t{64} << 20;
-  // Read (and gunzip) chunks ahead on a helper thread while events are parsed.
-  bool read_ahead = true;
+  // How the file is read: mapped (plain files larger than a chunk), read ahead on a helper thread (and
+  // gunzipped there) while events are parsed, or read chunk by chunk.
+  InputAccess access = InputAccess::kMap;
   // Threads that parse the events (the reading thread cuts and merges them); 0: one per core.
   unsigned parse_threads = 0;
 };

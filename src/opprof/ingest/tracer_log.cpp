@@ -1,10 +1,6 @@
 #include "opprof/ingest/tracer_log.hpp"
 
 #include <cxxabi.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -18,6 +14,7 @@
 #include <vector>
 
 #include "opprof/ingest/communication_args.hpp"
+#include "opprof/ingest/mapped_file.hpp"
 #include "tracer_log/decoder.hpp"
 #include "opprof/util/error.hpp"
 #include "opprof/util/text.hpp"
@@ -57,45 +54,7 @@ namespace {
 
 using namespace tracelog;
 
-// The log, mapped read-only: the reader touches each byte once and the OS pages it in and out.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InputError(path, fmt_errno("cannot open"));
-    struct stat st {};
-    if (fstat(fd_, &st) != 0) throw InputError(path, fmt_errno("cannot stat"));
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ == 0) return;
-    void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) throw InputError(path, fmt_errno("cannot map"));
-    data_ = static_cast<const char*>(p);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  const char* data() const { return data_; }
-  std::size_t size() const { return size_; }
-
-  // Drops the process's copy of the pages in [from, to) (whole pages only). They stay in the page cache
-  // and fault back in when read again, as the string texts are later: a multi-GB log that stayed mapped
-  // whole while its records are decoded would count in the peak memory beside the decoded records.
-  void drop_resident(std::size_t from, std::size_t to) const {
-    static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    from = (from + page - 1) / page * page;
-    to = std::min(to, size_) / page * page;
-    if (data_ != nullptr && from < to) madvise(const_cast<char*>(data_) + from, to - from, MADV_DONTNEED);
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+using detail::MappedFile;
 
 struct NvtxEvent {
   enum Kind : std::uint8_t { kPush, kPop, kStart, kEnd, kMark } kind;
