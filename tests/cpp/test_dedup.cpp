@@ -490,11 +490,12 @@ TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
   EXPECT_EQ(pd.selection, to_string(c.selection));
   if (c.verify > 0) {
     ASSERT_FALSE(pd.verify_deviation.empty());
-    for (const auto& v : pd.verify_deviation)
-      if (v.metric.starts_with("sm__throughput") || v.metric.starts_with("dram__throughput") ||
-          v.metric.starts_with("sm__warps_active") || v.metric.starts_with("gpu__time_duration")) {
-        EXPECT_LE(v.median_rel, 0.05) << v.metric;  // the done-when figure: measured 0.2-0.7 %
-      }
+    // The done-when figure, per metric: measured 0.0-1.4 %, but for DRAM bytes written (a few KB or none a
+    // kernel: see GoldenDedupVerify).
+    for (const auto& v : pd.verify_deviation) {
+      if (v.metric.starts_with("dram__bytes_write")) continue;
+      EXPECT_LE(v.median_rel, 0.05) << v.metric;
+    }
   }
 
   // Against the same session's capture without dedup (another run: compared by operator).
@@ -552,6 +553,8 @@ INSTANTIATE_TEST_SUITE_P(H200, GoldenDedup,
                                                         DedupSelection::kPerLaunchConfig, 3, 46, "gpt2_eager/off", 1.0},
                                            DedupCapture{"gpt2_eager/mangled", DedupSelection::kPerLaunchConfigMangled,
                                                         0, 27, "gpt2_eager/mangled_off", 0.002},
+                                           DedupCapture{"gpt2_eager/mangled_verify3",
+                                                        DedupSelection::kPerLaunchConfigMangled, 3, 66, nullptr, 1.0},
                                            DedupCapture{"gpt2_train/mangled", DedupSelection::kPerLaunchConfigMangled,
                                                         0, 82, nullptr, 1.0}),
                          [](const ::testing::TestParamInfo<DedupCapture>& p) {
