@@ -1,9 +1,10 @@
 // torch.profiler (Kineto) trace reader. The file is never held whole: ChunkedInput keeps a window of a
-// few MB, a byte scanner walks the top-level object and cuts the "traceEvents" array into its event
-// objects. The events of each chunk are copied out as one batch and parsed by simdjson On Demand on
-// worker threads, one batch per core at a time, while the scanner cuts the next chunk; the parsed events
-// are appended to the timeline's columns on the reading thread, batch after batch in file order, so the
-// timeline (and the order its strings are interned in) is the same whatever the number of threads.
+// few MB (of the mapped file, or read into buffers), a byte scanner walks the top-level object and cuts the
+// "traceEvents" array into its event objects. The events of each chunk form one batch (a view of the
+// mapping, or a copy out of the buffers) parsed by simdjson On Demand on worker threads, one batch per core
+// at a time, while the scanner cuts the next chunk; the parsed events are appended to the timeline's columns
+// on the reading thread, batch after batch in file order, so the timeline (and the order its strings are
+// interned in) is the same whatever the number of threads.
 #include "opprof/ingest/kineto.hpp"
 
 #include <fmt/format.h>
