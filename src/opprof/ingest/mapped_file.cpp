@@ -27,7 +27,6 @@ MappedFile::MappedFile(const std::string& path, std::size_t padding) {
     ::close(fd_);
     throw InputError(path, why);
   }
-  regular_ = S_ISREG(st.st_mode);
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ == 0 && padding == 0) return;
   const std::size_t page = page_bytes();

@@ -22,7 +22,6 @@ class MappedFile {
 
   const char* data() const { return data_; }
   std::size_t size() const { return size_; }
-  bool regular() const { return regular_; }
 
   // Drops the process's copy of the whole pages in [from, to) and returns where they end (`to` rounded
   // down to a page; `from` when none). They stay in the page cache and fault back in when read again: a
@@ -40,7 +39,6 @@ class MappedFile {
   const char* data_ = nullptr;
   std::size_t size_ = 0;
   std::size_t reserved_ = 0;  // bytes of address space mapped: the file's, then the padding's
-  bool regular_ = false;
 };
 
 // Whether a file of `bytes` is larger than a quarter of the machine's memory: it cannot stay cached beside
