@@ -412,21 +412,22 @@ TEST_F(KinetoReaderTest, TheFirstErrorInTheFileIsReportedWhateverTheThreads) {
   const std::string path = write("bad.json", bad);
   const std::size_t line_start = text.rfind('\n', first) + 1;
   for (unsigned threads : {1u, 3u}) {
-    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20})
-    for (InputAccess access : kEveryAccess) {
-      SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
-      detail::KinetoReadOptions options;
-      options.chunk_bytes = chunk;
-      options.parse_threads = threads;
-      options.access = access;
-      try {
-        detail::read_kineto_trace(path, options, nullptr, {});
-        ADD_FAILURE() << "expected an InputError";
-      } catch (const InputError& e) {
-        EXPECT_EQ(e.position().byte_offset, first) << e.what();
-        EXPECT_EQ(e.position().line, line_of(text, first));
-        EXPECT_EQ(e.position().column, first - line_start + 1);
-        EXPECT_NE(e.message().find("expected a number of microseconds for \"ts\""), std::string::npos) << e.what();
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20}) {
+      for (InputAccess access : kEveryAccess) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
+        detail::KinetoReadOptions options;
+        options.chunk_bytes = chunk;
+        options.parse_threads = threads;
+        options.access = access;
+        try {
+          detail::read_kineto_trace(path, options, nullptr, {});
+          ADD_FAILURE() << "expected an InputError";
+        } catch (const InputError& e) {
+          EXPECT_EQ(e.position().byte_offset, first) << e.what();
+          EXPECT_EQ(e.position().line, line_of(text, first));
+          EXPECT_EQ(e.position().column, first - line_start + 1);
+          EXPECT_NE(e.message().find("expected a number of microseconds for \"ts\""), std::string::npos) << e.what();
+        }
       }
     }
   }
