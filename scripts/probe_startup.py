@@ -1,9 +1,8 @@
 """Times the phases of examples/gpt2.py's start-up in one process (issue 14: what pass B pays before its
-window). Prints one line per phase, `phase<TAB>seconds`, to stdout. Run plainly and under ncu with nothing
-profiled (scripts/probe_startup.sh) to see what ncu's interception adds to each phase."""
+window); its model and input are built here step by step, so that each step is timed apart. Prints one line
+per phase, `phase<TAB>seconds`, to stdout. Run plainly and under ncu with nothing profiled
+(scripts/probe_startup.sh) to see what ncu's interception adds to each phase."""
 
-import os
-import sys
 import time
 
 t0 = time.perf_counter()
@@ -20,7 +19,7 @@ import torch  # noqa: E402
 
 t = mark("import_torch", t)
 torch.cuda.init()
-x = torch.zeros(1, device="cuda")
+torch.zeros(1, device="cuda")
 torch.cuda.synchronize()
 t = mark("cuda_context", t)
 from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
@@ -43,5 +42,3 @@ with torch.no_grad():
     torch.cuda.synchronize()
     t = mark("second_forward", t)
 mark("total", t0)
-if len(sys.argv) > 1 and sys.argv[1] == "--exit-fast":
-    os._exit(0)

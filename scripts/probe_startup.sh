@@ -2,11 +2,12 @@
 # What pass B pays before its window (issue 14), on a GPU machine: the phases of GPT-2's start-up
 # (scripts/probe_startup.py) plainly, under ncu with nothing profiled (--profile-from-start off and no
 # cudaProfilerStart), with --target-processes application-only, and the imports under ncu with -X importtime.
-# Writes $OUT/startup/summary.tsv (case, phase, seconds) and each case's log.
+# Writes $OUT/startup_summary.tsv (case, phase, seconds) and the cases' logs as $OUT/startup_logs.tgz (the
+# device returns few files).
 set -uo pipefail
 py=${PYTHON:-python3}
-out=${OUT:-/tmp}/startup
-mkdir -p "$out"
+out=$(mktemp -d)
+trap 'cp "$out/summary.tsv" "${OUT:-/tmp}/startup_summary.tsv"; tar -czf "${OUT:-/tmp}/startup_logs.tgz" -C "$out" .' EXIT
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1
 probe=scripts/probe_startup.py
 printf 'case\tphase\tseconds\n' > "$out/summary.tsv"
