@@ -87,7 +87,8 @@ void ProgressPrinter::on_profile(const ProfileEvent& event) {
           [&](const progress::PassStarted& e) {
             if (e.kind == PassKind::kTimeline) say("pass A (timeline): " + join(e.argv, " "));
             if (e.kind == PassKind::kCounters)
-              say(fmt::format("pass B (ncu, {} metrics, {} kernels expected)", e.metrics, e.expected_kernels));
+              say(fmt::format("pass B (ncu, {} metrics, {} kernels expected): {}", e.metrics, e.expected_kernels,
+                              join(e.argv, " ")));
             last_ncu_print_ = steady_clock::now();
           },
           [&](const progress::PassOutput& e) {

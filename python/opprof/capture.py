@@ -453,6 +453,25 @@ class Capture:
         self.record["wall_s"]["import_torch"] = time.perf_counter() - t0
         log(f"torch {torch.__version__} (CUDA {torch.version.cuda}) imported in {time.perf_counter() - t0:.1f} s")
 
+        if args.pass_ == "counters":
+            # Pass B calls no CUDA API before the workload's own first one: opprof may start it under
+            # `ncu --mode launch`, which holds the process at that call until pass A is done, so that the
+            # imports and the model's construction on the CPU overlap pass A (docs/dedup.md). Its device
+            # is checked once the workload is imported (torch.cuda.is_available() asks NVML then, with
+            # PYTORCH_NVML_BASED_CUDA_CHECK=1) and described once the model is built.
+            self.device = "cuda"
+            os.environ["OPPROF_DEVICE"] = self.device
+        else:
+            self.check_device()
+            self.describe_device()
+
+        uses_compile = (args.workload and args.compile == "inductor") or not args.workload
+        if uses_compile:
+            self.record["inductor_config_applied"] = apply_inductor_config(env["TORCH_COMPILE_DEBUG_DIR"])
+
+    def check_device(self) -> None:
+        """The device the passes run on; pass B's must be CUDA."""
+        args, torch = self.args, self.torch
         cuda_available = torch.cuda.is_available()
         if self.tracer:
             self.check_tracer_environment(cuda_available)
@@ -467,6 +486,8 @@ class Capture:
             raise UsageError("pass 'counters' brackets GPU kernels for ncu and needs a CUDA device "
                              f"(device here: {self.device})")
 
+    def describe_device(self) -> None:
+        """Versions and the device's facts in the record (CUDA calls on a GPU)."""
         from opprof.environment import device_info, versions
 
         self.record["versions"] = versions()
@@ -474,10 +495,6 @@ class Capture:
         if self.device == "cuda":
             d = self.record["device"]
             log(f"device: {d.get('name')} (cc {d.get('compute_capability')}, chip {d.get('chip') or '?'})")
-
-        uses_compile = (args.workload and args.compile == "inductor") or not args.workload
-        if uses_compile:
-            self.record["inductor_config_applied"] = apply_inductor_config(env["TORCH_COMPILE_DEBUG_DIR"])
 
     def check_tracer_environment(self, cuda_available: bool) -> None:
         """--backend tracer records nothing unless the process was started with the library injected."""
@@ -649,7 +666,11 @@ class Capture:
         log(f"loading workload {path} on {self.device}")
         t0 = time.perf_counter()
         module = load_workload(path)
+        if args.pass_ == "counters":
+            self.check_device()
         model, inputs = call_get_model_and_input(module, self.device)
+        if args.pass_ == "counters":
+            self.describe_device()
         self.record["wall_s"]["setup"] = time.perf_counter() - t0
         log(f"model {type(model).__name__} ready in {time.perf_counter() - t0:.1f} s")
 
@@ -802,6 +823,11 @@ class Capture:
             window = policy.window or policy.prelim
             if window is not None and window.open_time is not None and window.close_time is not None:
                 self.record["wall_s"]["window"] = window.close_time - window.open_time
+        if args.pass_ == "counters":
+            # Only now: the script's first CUDA call, not the runner's, is where `ncu --mode launch` holds
+            # pass B (setup).
+            self.check_device()
+            self.describe_device()
         if failure is not None:
             self.phase = "script"
             if isinstance(failure, SystemExit):

@@ -3,12 +3,14 @@
 // and stand-in programs (python3, ncu, nvidia-smi) written into it.
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace opprof::test {
@@ -52,6 +54,15 @@ inline int count_lines(const std::string& s) {
   return n;
 }
 
+// The process exists and is not a zombie (a killed process nobody has reaped yet).
+inline bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
 // A scratch directory named after the test, removed afterwards.
 class ScratchDir : public ::testing::Test {
  protected:
@@ -70,6 +81,21 @@ class ScratchDir : public ::testing::Test {
   void write_program(const std::string& name, const std::string& script) const {
     write(name, "#!/bin/sh\n" + script);
     std::filesystem::permissions(path(name), std::filesystem::perms::owner_all);
+  }
+  // The first lines of a stand-in ncu that plays ncu's launch/attach (pass B started early): `--mode launch`
+  // holds the program, as at its first CUDA call, until an attach has run and ended; `--mode attach` says it
+  // connected and goes on as the rest of the script (the profiling: its output is the attach's), marking its
+  // end however it exits. Markers in the scratch directory.
+  std::string ncu_launch_and_attach() const {
+    const std::string ended = path("attach_ended");
+    return "if [ \"$1 $2\" = '--mode launch' ]; then\n"
+           "  echo \"launch $*\" >> " + path("ncu_calls.log") + "\n"
+           "  while [ ! -e " + ended + " ]; do sleep 0.02; done; rm -f " + ended + "; exit 0\n"
+           "fi\n"
+           "if [ \"$1 $2\" = '--mode attach' ]; then\n"
+           "  echo \"attach $*\" >> " + path("ncu_calls.log") + "; trap 'touch " + ended + "' EXIT\n"
+           "  echo '==PROF== Connected to process 1 (python3)'\n"
+           "fi\n";
   }
   std::filesystem::path dir_;
 };

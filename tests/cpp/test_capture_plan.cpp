@@ -78,8 +78,8 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
   const CapturePass b = counters_pass(plan, machine(), {"gpu__time_duration.sum", "dram__bytes_read.sum"}, false);
   EXPECT_EQ(b.kind, PassKind::kCounters);
   EXPECT_EQ(b.argv,
-            (Args{"/usr/local/cuda/bin/ncu", "--export", "/home/u/out/ncu", "--force-overwrite", "--clock-control", "none",
-                  "--profile-from-start", "off", "--target-processes", "all", "--metrics",
+            (Args{"/usr/local/cuda/bin/ncu", "--target-processes", "all", "--export", "/home/u/out/ncu", "--force-overwrite",
+                  "--clock-control", "none", "--profile-from-start", "off", "--metrics",
                   "gpu__time_duration.sum,dram__bytes_read.sum", "python3", "-m", "opprof.capture", "--pass", "counters",
                   "--out", "/home/u/out", "--warmup", "3", "--iters", "1", "--workload", "examples/gpt2.py", "--compile",
                   "inductor"}));
@@ -94,6 +94,40 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
   EXPECT_EQ(e.argv, (Args{"/usr/local/cuda/bin/ncu", "--import", "/home/u/out/ncu.ncu-rep", "--csv", "--page", "raw",
                           "--print-units", "base"}));
   EXPECT_EQ(e.produces, "/home/u/out/ncu.csv");
+
+  // Started early (the default): the same runner under ncu's launch mode, the profiling options at the attach.
+  EXPECT_TRUE(plan.counters_early);
+  const CapturePass launch = counters_launch_pass(plan, machine(), 50000);
+  EXPECT_EQ(launch.argv,
+            (Args{"/usr/local/cuda/bin/ncu", "--mode", "launch", "--port", "50000", "--max-connections", "2",
+                  "--target-processes", "all", "python3", "-m", "opprof.capture", "--pass", "counters", "--out",
+                  "/home/u/out", "--warmup", "3", "--iters", "1", "--workload", "examples/gpt2.py", "--compile", "inductor"}));
+  EXPECT_EQ(launch.env.at("PYTORCH_NVML_BASED_CUDA_CHECK"), "1");
+  EXPECT_EQ(launch.env.at("PYTHONPATH"), "/src/opprof/python");
+  EXPECT_EQ(launch.env.count("CUDA_INJECTION64_PATH"), 0u);
+  EXPECT_EQ(launch.stderr_path, "/home/u/out/pass_b.log");
+  const CapturePass attach = counters_attach_pass(plan, {"gpu__time_duration.sum"}, true, nullptr, 50000);
+  EXPECT_EQ(attach.argv, (Args{"/usr/local/cuda/bin/ncu", "--mode", "attach", "--hostname", "127.0.0.1", "--port", "50000",
+                               "--max-connections", "2", "--export", "/home/u/out/ncu", "--force-overwrite",
+                               "--clock-control", "none", "--profile-from-start", "on", "--metrics",
+                               "gpu__time_duration.sum"}));
+  EXPECT_EQ(attach.stdout_path, "/home/u/out/ncu.log");
+  EXPECT_EQ(attach.produces, "/home/u/out/ncu.ncu-rep");
+
+  // After pass A: on request, for NVTX selection (its plan file is pass B's environment) and for a job.
+  ProfileRequest after = workload();
+  after.pass_b_start = "after";
+  EXPECT_FALSE(build_capture_plan(after, machine()).counters_early);
+  ProfileRequest nvtx = workload();
+  nvtx.dedup_selection = "nvtx_modules";
+  EXPECT_FALSE(build_capture_plan(nvtx, machine()).counters_early);
+  ProfileRequest job = workload();
+  job.workload.clear();
+  job.command = {"torchrun", "--nproc-per-node", "2", "train.py"};
+  EXPECT_FALSE(build_capture_plan(job, machine()).counters_early);
+  ProfileRequest timeline_only = workload();
+  timeline_only.skip_ncu = true;
+  EXPECT_FALSE(build_capture_plan(timeline_only, machine()).counters_early);
 }
 
 TEST(CapturePlan, PythonCommandGivesTheRunnerTheScriptAndItsArguments) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_harness.hpp"
 
@@ -135,7 +136,7 @@ TEST_F(Cli, ProfileDrivesBothPassesAndWritesTheOutputDirectory) {
         "echo \"pass $pass done\" >&2\n");
   write("ncu",
         "#!/bin/sh\n"
-        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n" + ncu_launch_and_attach() +
         "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
         "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
         "touch $out.ncu-rep\n");
@@ -172,7 +173,7 @@ TEST_F(Cli, ProfileDefaultsToTheTracerAndInjectsItIntoPassAOnly) {
             "/inductor " + src + "/opprof_fx_modules.json " + src + "/capture.json $out/; fi\n");
   write("ncu",
         "#!/bin/sh\n"
-        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n" + ncu_launch_and_attach() +
         "echo \"counters injection=${CUDA_INJECTION64_PATH:-none} nvtx=${NVTX_INJECTION64_PATH:-none}\" >> " +
             path("env.log") + "\n"
         "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
@@ -220,7 +221,7 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
             " $out/; fi\n");
   write("ncu",
         "#!/bin/sh\n"
-        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+        "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n" + ncu_launch_and_attach() +
         "echo \"$@\" > " + path("ncu_args.txt") + "\n"
         "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
         "i=0; while [ $i -lt 17 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
@@ -233,7 +234,9 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream args_file(path("ncu_args.txt"));
   std::string args((std::istreambuf_iterator<char>(args_file)), std::istreambuf_iterator<char>());
-  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled "), std::string::npos)
+  // Pass B started early: the filter is the attach's (its options end the command line).
+  EXPECT_NE(args.find("--mode attach --hostname 127.0.0.1 --port "), std::string::npos) << args;
+  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled\n"), std::string::npos)
       << args;
   EXPECT_NE(r.output.find("dedup layers (per_launch_config_mangled): 1 classes, 12 instances"), std::string::npos)
       << r.output;
@@ -243,6 +246,68 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
   Result j = run("report --json " + path("out") + "/profile.db");
   EXPECT_NE(j.output.find("\"mode\": \"layers\""), std::string::npos) << j.output.substr(0, 2000);
   EXPECT_NE(j.output.find("\"kernels_replayed\": 17"), std::string::npos);
+}
+
+TEST_F(Cli, PassBStartsBesidePassAAndIsAttachedAfterIt) {
+  // The launched process is waiting (ncu_calls.log says so) before pass A's stand-in goes on; the attach
+  // comes after pass A, with the profiling options; the runner's environment asks NVML for the device count.
+  const std::string src = fixture("gpt2_compiled");
+  const std::string calls = path("ncu_calls.log");
+  write_program("python3",
+                "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+                "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+                "i=0; while ! grep -q '^launch' " + calls + " 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n"
+                "echo \"pass A\" >> " + calls + "\n"
+                "zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src + "/inductor " + src +
+                    "/opprof_fx_modules.json " + src + "/capture.json $out/\n");
+  write_program("ncu",
+                "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+                "if [ \"$1 $2\" = '--mode launch' ]; then echo \"nvml check ${PYTORCH_NVML_BASED_CUDA_CHECK:-unset}\" >> " +
+                    calls + "; fi\n" + ncu_launch_and_attach() +
+                "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+                "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+                "touch $out.ncu-rep\n");
+  Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
+                 path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("pass B starts now, beside pass A"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("126/126 kernels"), std::string::npos) << r.output;
+  std::ifstream log(calls);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(log, line);) lines.push_back(line.substr(0, line.find(" --port")));
+  EXPECT_EQ(lines, (std::vector<std::string>{"nvml check 1", "launch --mode launch", "pass A", "attach --mode attach --hostname 127.0.0.1"}));
+  const std::string meta = run("report --json " + path("out") + "/profile.db").output;
+  EXPECT_NE(meta.find("\"ncu.pass_b_start\": \"early\""), std::string::npos) << meta.substr(0, 3000);
+  EXPECT_NE(meta.find("\"matched\": 126"), std::string::npos);
+}
+
+TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
+  // The launched process never reaches a CUDA call ncu holds (it sleeps): the attach finds nothing, opprof
+  // stops it and runs pass B after pass A.
+  const std::string src = fixture("gpt2_compiled");
+  write_program("python3",
+                "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+                "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
+                "zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src + "/inductor " + src +
+                    "/opprof_fx_modules.json " + src + "/capture.json $out/\n");
+  write_program("ncu",
+                "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+                "if [ \"$1 $2\" = '--mode launch' ]; then sleep 120 & echo $! > " + path("sleeper.pid") + "; wait; exit 0; fi\n"
+                "if [ \"$1 $2\" = '--mode attach' ]; then echo '==ERROR== No attachable process found.'; exit 1; fi\n"
+                "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+                "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+                "touch $out.ncu-rep\n");
+  Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
+                 path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ncu's attach found no process on port"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("126/126 kernels"), std::string::npos) << r.output;
+  std::ifstream pid_file(path("sleeper.pid"));
+  pid_t sleeper = 0;
+  ASSERT_TRUE(pid_file >> sleeper);
+  EXPECT_FALSE(opprof::test::running(sleeper));  // the held process's group was killed, its sleep too
+  const std::string meta = run("report --json " + path("out") + "/profile.db").output;
+  EXPECT_NE(meta.find("\"ncu.pass_b_start\": \"after (the attach failed)\""), std::string::npos) << meta.substr(0, 3000);
 }
 
 TEST_F(Cli, ProfileWithoutAGpuSaysSo) {

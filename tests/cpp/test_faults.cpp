@@ -75,13 +75,6 @@ pid_t dead_pid() {
 }
 
 // True while a process of that pid runs (a zombie nobody reaped does not run).
-bool running(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
-  const auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
-}
-
 // True when a string value anywhere in the document equals text.
 bool holds_string(simdjson::dom::element e, std::string_view text) {
   switch (e.type()) {
@@ -117,7 +110,7 @@ class Faults : public opprof::test::ScratchDir {
                   "if [ \"$pass\" = timeline ]; then cp " + fixture("kineto/mlp_compiled.kineto.json") +
                       " $out/trace.json\n" + pass_a + "\nfi\n");
     write_program("ncu",
-                  "if [ \"$1\" = --import ]; then exit 0; fi\n"
+                  "if [ \"$1\" = --import ]; then exit 0; fi\n" + ncu_launch_and_attach() +
                   "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n" + pass_b + "\n");
     write_program("nvidia-smi",
                   "echo \"$@\" >> " + path("smi.log") + "\n"
@@ -271,7 +264,7 @@ TEST_F(Faults, SigtermOrSigintInPassAStopsTheWorkloadRestoresClocksAndKeepsAPart
     const Result r = profile("--lock-clocks");
     EXPECT_EQ(r.signal, 0) << r.output;
     EXPECT_EQ(r.status, 128 + sig) << r.output;
-    EXPECT_FALSE(running(grandchild()));
+    EXPECT_FALSE(opprof::test::running(grandchild()));
     const std::string smi = read_text(path("smi.log"));
     EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
     EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
@@ -291,7 +284,7 @@ TEST_F(Faults, SigintOrSigtermInPassBStopsNcuRestoresClocksAndKeepsTheTimeline) 
     stand_ins("", interrupt_opprof(name));
     const Result r = profile("--lock-clocks");
     EXPECT_EQ(r.status, 128 + sig) << r.output;
-    EXPECT_FALSE(running(grandchild()));
+    EXPECT_FALSE(opprof::test::running(grandchild()));
     const std::string smi = read_text(path("smi.log"));
     EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
     EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;

@@ -5,11 +5,14 @@ refusal to run without CUDA (without writing to stdout, where ncu's CSV would go
 """
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
-from conftest import EXAMPLES_DIR, run_capture, user_annotations
+from conftest import EXAMPLES_DIR, PYTHON_DIR, run_capture, user_annotations
 
 pytestmark = pytest.mark.slow
 
@@ -176,6 +179,53 @@ def test_counters_pass_needs_cuda_and_keeps_stdout_clean(tmp_path):
     assert "needs a CUDA device" in result.stderr
     capture = read_json(out / "capture_counters.json")
     assert capture["status"] == "error" and capture["pass"] == "counters"
+
+
+CALL_ORDER_RUNNER = textwrap.dedent("""
+    import os, sys, torch
+    import opprof.capture
+    calls = []
+    for name in ("is_available", "device_count", "_lazy_init", "get_device_properties"):
+        def spy(*args, _name=name, _real=getattr(torch.cuda, name), **kwargs):
+            calls.append("torch.cuda." + _name)
+            return _real(*args, **kwargs)
+        setattr(torch.cuda, name, spy)
+    code = opprof.capture.main(sys.argv[1:])
+    with open(os.environ["CALLS_FILE"], "w") as f:  # pass B sends stdout to stderr
+        f.write(",".join(calls))
+    sys.exit(code)
+""")
+
+CALL_ORDER_WORKLOAD = textwrap.dedent("""
+    import __main__
+    __main__.calls.append("workload imported")
+    import torch
+
+    def get_model_and_input(device):
+        __main__.calls.append("get_model_and_input")
+        return torch.nn.Linear(4, 4).to(device), torch.randn(2, 4, device=device)
+""")
+
+
+@pytest.mark.parametrize("pass_", ["timeline", "counters"])
+def test_pass_b_asks_cuda_nothing_before_the_workload_is_imported(tmp_path, pass_):
+    # `ncu --mode launch` holds pass B at its first CUDA call until pass A is done: the imports before it overlap
+    # pass A. Pass A checks the device first, as before.
+    workload = tmp_path / "workload.py"
+    workload.write_text(CALL_ORDER_WORKLOAD)
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR), CALLS_FILE=str(tmp_path / "calls"))
+    result = subprocess.run([sys.executable, "-c", CALL_ORDER_RUNNER, "--pass", pass_, "--out", str(tmp_path / "cap"),
+                             "--workload", str(workload), "--compile", "eager", "--device", "cpu"],
+                            capture_output=True, text=True, timeout=240, env=env)
+    calls = (tmp_path / "calls").read_text().split(",")
+    first_cuda = next(i for i, c in enumerate(calls) if c.startswith("torch.cuda."))
+    if pass_ == "counters":
+        assert result.returncode == 2 and "needs a CUDA device" in result.stderr  # this machine has no GPU
+        assert calls[0] == "workload imported" and first_cuda == 1, calls
+        assert "get_model_and_input" not in calls  # refused before the model is built
+    else:
+        assert result.returncode == 0, result.stderr
+        assert first_cuda == 0 and calls.index("workload imported") > first_cuda, calls
 
 
 def test_usage_errors(tmp_path):

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
@@ -136,6 +137,7 @@ ChildResult run_child(const ChildSpec& spec) {
   }
   result.started = true;
   setpgid(pid, pid);  // also here: whichever of the two runs first, the group exists before a signal is sent to it
+  if (spec.on_started) spec.on_started(pid);
   ForwardInterrupts forward(pid);
   int status = 0;
   bool reaped = false;
@@ -184,6 +186,34 @@ ChildResult run_child(const ChildSpec& spec) {
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
+}
+
+BackgroundChild::BackgroundChild(ChildSpec spec) {
+  auto started = spec.on_started;
+  spec.on_started = [this, started](int pid) {
+    pid_.store(pid);
+    if (started) started(pid);
+  };
+  thread_ = std::thread([this, spec = std::move(spec)] {
+    result_ = run_child(spec);
+    ended_.store(true);
+  });
+}
+
+BackgroundChild::~BackgroundChild() {
+  if (thread_.joinable()) kill();
+}
+
+ChildResult BackgroundChild::wait() {
+  if (thread_.joinable()) thread_.join();
+  return result_;
+}
+
+ChildResult BackgroundChild::kill() {
+  // Until the fork, there is no group to signal: wait for the pid (or for a child that never started).
+  while (pid_.load() == 0 && !ended_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!ended_.load()) (void)::kill(-pid_.load(), SIGKILL);
+  return wait();
 }
 
 }  // namespace opprof

@@ -14,11 +14,6 @@ namespace {
 constexpr std::size_t kNameWidth = 60;
 constexpr std::size_t kUnalignedNamesShown = 3;
 
-double pct_of(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole)
-                   : std::numeric_limits<double>::quiet_NaN();
-}
-
 std::string pct_text(double v) { return std::isfinite(v) ? fmt::format("{:.1f}%", v) : std::string("-"); }
 
 std::string or_none(const std::string& s) { return s.empty() ? std::string("(none)") : s; }

@@ -115,11 +115,6 @@ std::vector<Activity> load_side(const ProfileReader& profile, const CompareOptio
   return out;
 }
 
-double pct_of(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole)
-                   : std::numeric_limits<double>::quiet_NaN();
-}
-
 std::size_t shown(std::size_t top, std::size_t n) { return top == 0 ? n : std::min(top, n); }
 
 // Kernels of one side without a counterpart, summed per displayed name, largest first.
@@ -150,6 +145,11 @@ void summarize_unaligned(const std::vector<Activity>& seq, const std::vector<boo
 }
 
 }  // namespace
+
+double pct_of(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole)
+                   : std::numeric_limits<double>::quiet_NaN();
+}
 
 ProfileComparison compare_profiles(const ProfileReader& a, const ProfileReader& b, const CompareOptions& options) {
   ProfileComparison c;

@@ -93,6 +93,9 @@ struct ProfileComparison {
   std::vector<Disagreement> disagreements;  // largest A time first, at most CompareOptions::top
 };
 
+// part as a percentage of whole; NaN when whole is not positive (printed as "-").
+double pct_of(std::int64_t part, std::int64_t whole);
+
 // Throws InputError (naming the file) when a database cannot be read.
 ProfileComparison compare_profiles(const ProfileReader& a, const ProfileReader& b, const CompareOptions& options = {});
 

@@ -232,6 +232,7 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   plan.dedup_plan_file = (out / OPPROF_DEDUP_PLAN_FILE).string();
   if (plan.per_process && plan.dedup.mode != DedupMode::kOff)
     for (std::int64_t rank = 0; rank <= r.dedup_verify; ++rank) plan.counters_ranks.push_back(rank);
+  plan.counters_early = counters_early(r, plan);
   return plan;
 }
 
@@ -266,20 +267,67 @@ std::string dedup_plan_json(const DedupPlan& plan, bool backward) {
                      to_string(plan.selection), json_quote(OPPROF_DEDUP_RANGE), backward ? "true" : "false", modules);
 }
 
+namespace {
+
+// ncu's profiling and output options of pass B (given at launch, or at the attach of an early start).
+// ncu writes a report file and prints one "==PROF== Profiling" line per kernel (the runner's progress);
+// the raw page is exported from the report afterwards, in base units.
+std::vector<std::string> ncu_profile_options(const CapturePlan& plan, const std::vector<std::string>& metric_names,
+                                             bool whole_run, const DedupPlan* dedup) {
+  std::vector<std::string> o = {"--export", (plan.output_dir / "ncu").string(), "--force-overwrite", "--clock-control",
+                                plan.clock_control, "--profile-from-start", whole_run ? "on" : "off", "--metrics",
+                                join(metric_names, ",")};
+  if (dedup) {
+    const std::vector<std::string> select = ncu_selection_args(*dedup);
+    o.insert(o.end(), select.begin(), select.end());
+  }
+  return o;
+}
+
+}  // namespace
+
+bool counters_early(const ProfileRequest& request, const CapturePlan& plan) {
+  return request.pass_b_start == "early" && plan.counters && !plan.per_process &&
+         request.dedup_selection != "nvtx_modules";
+}
+
+CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port) {
+  CapturePass b = counters_pass(plan, env, {}, false, nullptr);
+  b.argv = {plan.ncu, "--mode", "launch", "--port", std::to_string(port), "--max-connections", "2",
+            "--target-processes", "all"};
+  b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
+  b.env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1";
+  b.stdout_path = (plan.output_dir / "ncu_launch.log").string();  // ncu's own lines; the runner's are pass_b.log
+  b.notes = {fmt::format("pass B starts now, beside pass A: its process waits under ncu --mode launch (port {}) at its "
+                         "first CUDA call until pass A is done (--pass-b-start after: only then)",
+                         port)};
+  return b;
+}
+
+CapturePass counters_attach_pass(const CapturePlan& plan, const std::vector<std::string>& metric_names, bool whole_run,
+                                 const DedupPlan* dedup, int port) {
+  CapturePass a;
+  a.kind = PassKind::kCounters;
+  // Two ports, as the launch listens on: ncu's attach scans [port, port + connections) and finds nothing when
+  // that is one port (ncu 2025.3, measured on the H200).
+  a.argv = {plan.ncu, "--mode", "attach", "--hostname", "127.0.0.1", "--port", std::to_string(port),
+            "--max-connections", "2"};
+  const std::vector<std::string> o = ncu_profile_options(plan, metric_names, whole_run, dedup);
+  a.argv.insert(a.argv.end(), o.begin(), o.end());
+  a.stdout_path = (plan.output_dir / "ncu.log").string();
+  a.stderr_path = (plan.output_dir / "ncu_attach_stderr.log").string();
+  a.produces = (plan.output_dir / "ncu.ncu-rep").string();
+  return a;
+}
+
 CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
                           const std::vector<std::string>& metric_names, bool whole_run, const DedupPlan* dedup) {
   const fs::path& out = plan.output_dir;
   CapturePass b;
   b.kind = PassKind::kCounters;
-  // ncu writes a report file and prints one "==PROF== Profiling" line per kernel (the runner's progress);
-  // the raw page is exported from the report afterwards, in base units.
-  b.argv = {plan.ncu, "--export", (out / "ncu").string(), "--force-overwrite", "--clock-control", plan.clock_control,
-            "--profile-from-start", whole_run ? "on" : "off", "--target-processes", "all",
-            "--metrics", join(metric_names, ",")};
-  if (dedup) {
-    const std::vector<std::string> select = ncu_selection_args(*dedup);
-    b.argv.insert(b.argv.end(), select.begin(), select.end());
-  }
+  b.argv = {plan.ncu, "--target-processes", "all"};
+  const std::vector<std::string> o = ncu_profile_options(plan, metric_names, whole_run, dedup);
+  b.argv.insert(b.argv.end(), o.begin(), o.end());
   b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
   b.env = python_env(env);
   if (dedup && dedup->selection == DedupSelection::kNvtxModules && !dedup->skip_modules.empty()) {

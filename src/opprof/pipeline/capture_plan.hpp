@@ -38,6 +38,10 @@ struct ProfileRequest {
   std::string dedup = "layers";
   int dedup_verify = 0;
   std::string dedup_selection = "auto";  // auto or a DedupSelection name but rank_windows (dedup_selection())
+  // When pass B's process starts: early, with pass A, under `ncu --mode launch`, which holds it at its first
+  // CUDA call until pass A is done (its imports and model construction overlap pass A; counters_early()), or
+  // after pass A.
+  std::string pass_b_start = "early";
   // The program starts the processes that run CUDA (a launcher): each process writes its own capture
   // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
   // torchrun and python -m torch.distributed.run, whose processes also get opprof's capture runner.
@@ -117,6 +121,8 @@ struct CapturePlan {
   // the structure file pass A writes, the plan file pass B's hooks read.
   DedupRequest dedup;
   std::string dedup_plan_file;
+  // Pass B's process starts with pass A (ProfileRequest::pass_b_start early, where counters_early() allows it).
+  bool counters_early = false;
 };
 
 // Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200). By default
@@ -142,6 +148,18 @@ CapturePlan build_capture_plan(const ProfileRequest& request, const CaptureEnvir
 CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env,
                           const std::vector<std::string>& metric_names, bool whole_run,
                           const DedupPlan* dedup = nullptr);
+// Pass B's process can start with pass A, held by `ncu --mode launch` at its first CUDA call: ncu's profiling
+// options, which depend on pass A (the chip's metrics, the window, the dedup selection), are given when
+// `ncu --mode attach` resumes it. Not for a job's processes (one attach per process) nor for NVTX selection
+// (pass B's environment names the plan file only pass A yields).
+bool counters_early(const ProfileRequest& request, const CapturePlan& plan);
+// Pass B started early: its process under `ncu --mode launch` on port and the next one (ncu's attach finds
+// it there and nowhere else), with torch.cuda.is_available() asking NVML, not the CUDA driver, so that the
+// process runs on to the model's first CUDA call.
+CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port);
+// Its attach, with the profiling options counters_pass would give (argv only; stdout_path ncu.log).
+CapturePass counters_attach_pass(const CapturePlan& plan, const std::vector<std::string>& metric_names, bool whole_run,
+                                 const DedupPlan* dedup, int port);
 // ncu's arguments that select a plan's replay set (none without dedup).
 std::vector<std::string> ncu_selection_args(const DedupPlan& plan);
 // The JSON pass B's hooks read (python/opprof/dedup_select.py, format version 1).

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "contract/opprof_contract.h"
 #include "opprof/capture/clocks.hpp"
+#include "opprof/capture/local_ports.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
 #include "opprof/ingest/inductor.hpp"
@@ -151,7 +153,9 @@ class Runner {
     std::optional<ClockLock> clocks;
     lock_clocks(clocks);
     outcome_.clocks_locked = clocks.has_value();
+    start_counters_early();
     if (!run_timeline_pass()) return false;
+    if (!partial_.empty() || interrupted()) early_b_.reset();  // no pass B follows: the held process goes
     if (plan_.per_process) {
       job_counters_pass(metric_set);
       return true;
@@ -225,6 +229,22 @@ class Runner {
     meta_["clocks_locked"] = clocks ? "true" : "false";
     meta_["ncu.clock_control"] = plan_.clock_control;
     meta_["capture.backend"] = plan_.backend;
+  }
+
+  // Pass B's process under `ncu --mode launch`, started before pass A (counters_early): it runs until its first
+  // CUDA call and waits there for run_counters_pass's attach.
+  void start_counters_early() {
+    if (!plan_.counters_early) return;
+    early_port_ = free_local_port_pair();
+    if (early_port_ == 0) {
+      say("pass B starts after pass A: no free pair of loopback ports for ncu's launch and attach");
+      return;
+    }
+    const CapturePass launch = counters_launch_pass(plan_, env_, early_port_);
+    for (const auto& note : launch.notes) say(note);
+    early_b_start_ = Clock::now();
+    early_b_ = std::make_unique<BackgroundChild>(child(launch));
+    meta_["ncu.pass_b_start"] = "early";
   }
 
   static ChildSpec child(const CapturePass& pass) {
@@ -319,6 +339,14 @@ class Runner {
                          const DedupPlan* dedup) {
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     const CapturePass b = counters_pass(plan_, env_, names, whole_run, dedup);
+    if (early_b_ && early_b_->ended()) {
+      const ChildResult gone = early_b_->wait();
+      say(fmt::format("pass B's early process ended before the attach ({}; see {}): starting pass B again", gone.describe(),
+                      b.stderr_path));
+      early_b_.reset();
+    }
+    if (!early_b_) meta_["ncu.pass_b_start"] = "after";
+    const CapturePass attach = counters_attach_pass(plan_, names, whole_run, dedup, early_port_);
     for (const auto& note : b.notes) say(note);
     say(fmt::format("pass B: {} kernels to replay with {} metrics; ncu says how many replay passes that takes per "
                     "kernel when it has replayed the first (it cannot be asked beforehand)",
@@ -335,12 +363,38 @@ class Runner {
       }
       tell(progress::NcuStatus{ncu.profiled(), expected, since(t1), ncu.status(since(t1))});
     };
-    ChildSpec spec = child(b);
-    spec.on_stdout_line = on_line;
-    spec.on_stderr_line = on_line;
-    tell(progress::PassStarted{b.kind, b.argv, names.size(), expected});
-    const ChildResult rb = run_child(spec);
-    pass_b_s_ = since(t1);
+    ChildResult rb;
+    if (early_b_) {
+      meta_["timing.pass_b_early_s"] = fmt::format("{:.2f}", since(early_b_start_));
+      bool connected = false;
+      ChildSpec spec = child(attach);
+      spec.on_stdout_line = spec.on_stderr_line = [&](std::string_view l) {
+        connected = connected || l.find("==PROF== Connected to process") != std::string_view::npos;
+        on_line(l);
+      };
+      tell(progress::PassStarted{attach.kind, attach.argv, names.size(), expected});
+      const ChildResult attached = run_child(spec);
+      // An attach that found nothing leaves the process waiting: it goes, and pass B starts again.
+      const bool found = connected || ncu.profiled() > 0;
+      const ChildResult launched = found ? early_b_->wait() : early_b_->kill();
+      early_b_.reset();
+      if (!found && !interrupted()) {
+        say(fmt::format("ncu's attach found no process on port {} ({}; see {}): starting pass B again", early_port_,
+                        attached.describe(), attach.stdout_path));
+        meta_["ncu.pass_b_start"] = "after (the attach failed)";
+      } else {
+        rb = attached.ok() ? launched : attached;
+        pass_b_s_ = since(t1);
+      }
+    }
+    if (!pass_b_s_) {
+      ChildSpec spec = child(b);
+      spec.on_stdout_line = on_line;
+      spec.on_stderr_line = on_line;
+      tell(progress::PassStarted{b.kind, b.argv, names.size(), expected});
+      rb = run_child(spec);
+      pass_b_s_ = since(t1);
+    }
     tell(progress::PassEnded{b.kind, *pass_b_s_});
     meta_["timing.pass_b_s"] = fmt::format("{:.2f}", *pass_b_s_);
     if (interrupted()) {
@@ -389,6 +443,9 @@ class Runner {
   double pass_a_s_ = 0;
   double read_s_ = 0;
   std::optional<double> pass_b_s_;
+  std::unique_ptr<BackgroundChild> early_b_;  // pass B's process held by ncu --mode launch, until the attach
+  int early_port_ = 0;
+  Clock::time_point early_b_start_;
   std::string ncu_csv_;
   DedupRequest dedup_request_;  // the dedup pass B was run with (layers may have fallen back to kernels)
   std::vector<std::int64_t> counters_ranks_;  // a job's pass B replayed these ranks only (empty: all)

@@ -15,7 +15,10 @@ namespace {
 std::atomic<int> g_signal{0};
 std::atomic<int> g_signal_count{0};
 std::atomic<int> g_defer_depth{0};
-std::atomic<pid_t> g_child_group{0};
+// The running children's process groups (pass B can run beside pass A): slots the handler reads without
+// locking; 0 is a free slot.
+constexpr std::size_t kMaxChildGroups = 4;
+std::array<std::atomic<pid_t>, kMaxChildGroups> g_child_groups{};
 
 // The registered temporaries: a fixed table the handler reads without locking. A slot is published by
 // the release store of `used` after its path is written, and retired before its path is reused.
@@ -32,7 +35,8 @@ void on_interrupt(int sig) {
   int expected = 0;
   g_signal.compare_exchange_strong(expected, sig);
   const int count = ++g_signal_count;
-  if (const pid_t group = g_child_group.load(); group > 0) (void)::kill(-group, count > 1 ? SIGKILL : sig);
+  for (const std::atomic<pid_t>& slot : g_child_groups)
+    if (const pid_t group = slot.load(); group > 0) (void)::kill(-group, count > 1 ? SIGKILL : sig);
   if (g_defer_depth.load() > 0) return;
   for (Slot& s : g_temporaries)
     if (s.used.load(std::memory_order_acquire)) (void)::unlink(s.path);
@@ -60,8 +64,20 @@ int interrupt_signal() { return g_signal.load(); }
 DeferInterrupts::DeferInterrupts() { ++g_defer_depth; }
 DeferInterrupts::~DeferInterrupts() { --g_defer_depth; }
 
-ForwardInterrupts::ForwardInterrupts(pid_t pgid) { g_child_group.store(pgid); }
-ForwardInterrupts::~ForwardInterrupts() { g_child_group.store(0); }
+ForwardInterrupts::ForwardInterrupts(pid_t pgid) {
+  for (std::atomic<pid_t>& slot : g_child_groups) {
+    pid_t free_slot = 0;
+    if (slot.compare_exchange_strong(free_slot, pgid)) {
+      slot_ = &slot;
+      return;
+    }
+  }
+  // More children than slots: opprof runs at most two at a time, so this is a bug, not a user's problem.
+  std::abort();
+}
+ForwardInterrupts::~ForwardInterrupts() {
+  if (slot_) static_cast<std::atomic<pid_t>*>(slot_)->store(0);
+}
 
 void register_temporary(const std::string& path) {
   if (path.size() >= kMaxPath) return;  // no such paths on Linux (PATH_MAX); then simply not cleaned up early

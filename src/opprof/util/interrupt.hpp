@@ -31,13 +31,17 @@ class DeferInterrupts {
   DeferInterrupts& operator=(const DeferInterrupts&) = delete;
 };
 
-// While alive, interrupts reach the process group pgid.
+// While alive, interrupts reach the process group pgid (up to four groups at a time: pass B may run beside
+// pass A).
 class ForwardInterrupts {
  public:
   explicit ForwardInterrupts(pid_t pgid);
   ~ForwardInterrupts();
   ForwardInterrupts(const ForwardInterrupts&) = delete;
   ForwardInterrupts& operator=(const ForwardInterrupts&) = delete;
+
+ private:
+  void* slot_ = nullptr;  // its entry in the handler's table
 };
 
 // Files the handler removes before the process ends by a signal (at most a few at a time; paths are
