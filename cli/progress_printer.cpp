@@ -86,9 +86,13 @@ void ProgressPrinter::on_profile(const ProfileEvent& event) {
           [&](const progress::Notice& e) { say(e.text); },
           [&](const progress::PassStarted& e) {
             if (e.kind == PassKind::kTimeline) say("pass A (timeline): " + join(e.argv, " "));
-            if (e.kind == PassKind::kCounters)
+            if (e.kind == PassKind::kCounters) {
+              std::vector<std::string> shown = e.argv;  // the metric list is the set's names: counted, not listed
+              for (std::size_t i = 1; i < shown.size(); ++i)
+                if (shown[i - 1] == "--metrics") shown[i] = fmt::format("({} names)", e.metrics);
               say(fmt::format("pass B (ncu, {} metrics, {} kernels expected): {}", e.metrics, e.expected_kernels,
-                              join(e.argv, " ")));
+                              join(shown, " ")));
+            }
             last_ncu_print_ = steady_clock::now();
           },
           [&](const progress::PassOutput& e) {
