@@ -23,6 +23,22 @@ using opprof::test::Result;
 using opprof::test::run;
 using Cli = opprof::test::ScratchDir;
 
+// A stand-in python3: the GPU probe's answer, and a pass A that copies the compiled GPT-2 capture into --out
+// after the shell lines `before`.
+std::string compiled_gpt2_runner(const std::string& before) {
+  const std::string src = fixture("gpt2_compiled");
+  return "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
+         "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n" +
+         before + "zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src + "/inductor " + src +
+         "/opprof_fx_modules.json " + src + "/capture.json $out/\n";
+}
+
+// A stand-in ncu's profiling of that capture: a progress line per kernel and the report file at --export.
+const std::string kProfilesCompiledGpt2 =
+    "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
+    "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
+    "touch $out.ncu-rep\n";
+
 }  // namespace
 
 TEST_F(Cli, AttributeThenReportJson) {
@@ -254,19 +270,13 @@ TEST_F(Cli, PassBStartsBesidePassAAndIsAttachedAfterIt) {
   const std::string src = fixture("gpt2_compiled");
   const std::string calls = path("ncu_calls.log");
   write_program("python3",
-                "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
-                "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
-                "i=0; while ! grep -q '^launch' " + calls + " 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n"
-                "echo \"pass A\" >> " + calls + "\n"
-                "zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src + "/inductor " + src +
-                    "/opprof_fx_modules.json " + src + "/capture.json $out/\n");
+                compiled_gpt2_runner("i=0; while ! grep -q '^launch' " + calls +
+                                     " 2>/dev/null && [ $i -lt 250 ]; do sleep 0.02; i=$((i+1)); done\n"
+                                     "echo \"pass A\" >> " + calls + "\n"));
   write_program("ncu",
                 "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
                 "if [ \"$1 $2\" = '--mode launch' ]; then echo \"nvml check ${PYTORCH_NVML_BASED_CUDA_CHECK:-unset}\" >> " +
-                    calls + "; fi\n" + ncu_launch_and_attach() +
-                "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
-                "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
-                "touch $out.ncu-rep\n");
+                    calls + "; fi\n" + ncu_launch_and_attach() + kProfilesCompiledGpt2);
   Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -285,18 +295,12 @@ TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
   // The launched process never reaches a CUDA call ncu holds (it sleeps): the attach finds nothing, opprof
   // stops it and runs pass B after pass A.
   const std::string src = fixture("gpt2_compiled");
-  write_program("python3",
-                "if [ \"$1\" = -c ]; then echo 'NVIDIA H200'; exit 0; fi\n"
-                "out=; pass=; while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; [ \"$1\" = --pass ] && pass=$2; shift; done\n"
-                "zcat " + src + "/trace.json.gz > $out/trace.json; cp -r " + src + "/inductor " + src +
-                    "/opprof_fx_modules.json " + src + "/capture.json $out/\n");
+  write_program("python3", compiled_gpt2_runner(""));
   write_program("ncu",
                 "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
                 "if [ \"$1 $2\" = '--mode launch' ]; then sleep 120 & echo $! > " + path("sleeper.pid") + "; wait; exit 0; fi\n"
-                "if [ \"$1 $2\" = '--mode attach' ]; then echo '==ERROR== No attachable process found.'; exit 1; fi\n"
-                "out=; while [ $# -gt 0 ]; do [ \"$1\" = --export ] && out=$2; shift; done\n"
-                "i=0; while [ $i -lt 126 ]; do echo \"==PROF== Profiling \\\"k\\\" - $i: 0%....100% - 11 passes\"; i=$((i+1)); done\n"
-                "touch $out.ncu-rep\n");
+                "if [ \"$1 $2\" = '--mode attach' ]; then echo '==ERROR== No attachable process found.'; exit 1; fi\n" +
+                    kProfilesCompiledGpt2);
   Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
   ASSERT_EQ(r.status, 0) << r.output;
