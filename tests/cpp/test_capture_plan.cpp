@@ -100,7 +100,7 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
   const CapturePass launch = counters_launch_pass(plan, machine(), 50000);
   EXPECT_EQ(launch.argv,
             (Args{"/usr/local/cuda/bin/ncu", "--mode", "launch", "--port", "50000", "--max-connections", "2",
-                  "--target-processes", "all", "python3", "-m", "opprof.capture", "--pass", "counters", "--out",
+                  "--target-processes", "application-only", "python3", "-m", "opprof.capture", "--pass", "counters", "--out",
                   "/home/u/out", "--warmup", "3", "--iters", "1", "--workload", "examples/gpt2.py", "--compile", "inductor"}));
   EXPECT_EQ(launch.env.at("PYTORCH_NVML_BASED_CUDA_CHECK"), "1");
   EXPECT_EQ(launch.env.at("PYTHONPATH"), "/src/opprof/python");

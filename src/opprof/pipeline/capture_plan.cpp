@@ -293,8 +293,11 @@ bool counters_early(const ProfileRequest& request, const CapturePlan& plan) {
 
 CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port) {
   CapturePass b = counters_pass(plan, env, {}, false, nullptr);
+  // Only the runner: ncu would hold every CUDA process it launched for an attach that never comes, and
+  // Inductor's compile workers would keep the runner from exiting (measured on the H200: compiled GPT-2 hung
+  // at its shutdown). A single-process capture's kernels are all the runner's.
   b.argv = {plan.ncu, "--mode", "launch", "--port", std::to_string(port), "--max-connections", "2",
-            "--target-processes", "all"};
+            "--target-processes", "application-only"};
   b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
   b.env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1";
   b.stdout_path = (plan.output_dir / "ncu_launch.log").string();  // ncu's own lines; the runner's are pass_b.log

@@ -153,9 +153,10 @@ CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env
 // `ncu --mode attach` resumes it. Not for a job's processes (one attach per process) nor for NVTX selection
 // (pass B's environment names the plan file only pass A yields).
 bool counters_early(const ProfileRequest& request, const CapturePlan& plan);
-// Pass B started early: its process under `ncu --mode launch` on port and the next one (ncu's attach finds
-// it there and nowhere else), with torch.cuda.is_available() asking NVML, not the CUDA driver, so that the
-// process runs on to the model's first CUDA call.
+// Pass B started early: its process (that one only: --target-processes application-only) under
+// `ncu --mode launch` on port and the next one (ncu's attach finds it there and nowhere else), with
+// torch.cuda.is_available() asking NVML, not the CUDA driver, so that the process runs on to the model's first
+// CUDA call.
 CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port);
 // Its attach, with the profiling options counters_pass would give (argv only; stdout_path ncu.log).
 CapturePass counters_attach_pass(const CapturePlan& plan, const std::vector<std::string>& metric_names, bool whole_run,
