@@ -95,9 +95,21 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
                           "--print-units", "base"}));
   EXPECT_EQ(e.produces, "/home/u/out/ncu.csv");
 
-  // Started early (the default): the same runner under ncu's launch mode, the profiling options at the attach.
-  EXPECT_TRUE(plan.counters_early);
-  const CapturePass launch = counters_launch_pass(plan, machine(), 50000);
+  // A compiled workload starts pass B after pass A unless asked; asked, ncu holds only the runner.
+  EXPECT_FALSE(plan.counters_early);
+  ProfileRequest early = workload();
+  early.pass_b_start = "early";
+  const CapturePlan early_plan = build_capture_plan(early, machine());
+  EXPECT_TRUE(early_plan.counters_early);
+  EXPECT_EQ(early_plan.counters_early_targets, "application-only");
+  ProfileRequest eager = workload();
+  eager.compile = "eager";
+  const CapturePlan eager_plan = build_capture_plan(eager, machine());
+  EXPECT_TRUE(eager_plan.counters_early);  // auto: early for an eager workload module, every process held
+  EXPECT_EQ(eager_plan.counters_early_targets, "all");
+
+  // Started early: the same runner under ncu's launch mode, the profiling options at the attach.
+  const CapturePass launch = counters_launch_pass(early_plan, machine(), 50000);
   EXPECT_EQ(launch.argv,
             (Args{"/usr/local/cuda/bin/ncu", "--mode", "launch", "--port", "50000", "--max-connections", "2",
                   "--target-processes", "application-only", "python3", "-m", "opprof.capture", "--pass", "counters", "--out",
@@ -115,17 +127,17 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
   EXPECT_EQ(attach.produces, "/home/u/out/ncu.ncu-rep");
 
   // After pass A: on request, for NVTX selection (its plan file is pass B's environment) and for a job.
-  ProfileRequest after = workload();
+  ProfileRequest after = eager;
   after.pass_b_start = "after";
   EXPECT_FALSE(build_capture_plan(after, machine()).counters_early);
-  ProfileRequest nvtx = workload();
+  ProfileRequest nvtx = eager;
   nvtx.dedup_selection = "nvtx_modules";
   EXPECT_FALSE(build_capture_plan(nvtx, machine()).counters_early);
-  ProfileRequest job = workload();
+  ProfileRequest job = early;
   job.workload.clear();
   job.command = {"torchrun", "--nproc-per-node", "2", "train.py"};
   EXPECT_FALSE(build_capture_plan(job, machine()).counters_early);
-  ProfileRequest timeline_only = workload();
+  ProfileRequest timeline_only = eager;
   timeline_only.skip_ncu = true;
   EXPECT_FALSE(build_capture_plan(timeline_only, machine()).counters_early);
 }

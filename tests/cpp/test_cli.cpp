@@ -250,9 +250,9 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream args_file(path("ncu_args.txt"));
   std::string args((std::istreambuf_iterator<char>(args_file)), std::istreambuf_iterator<char>());
-  // Pass B started early: the filter is the attach's (its options end the command line).
-  EXPECT_NE(args.find("--mode attach --hostname 127.0.0.1 --port "), std::string::npos) << args;
-  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled\n"), std::string::npos)
+  // A compiled workload: pass B after pass A, the filter before the runner's arguments.
+  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled "),
+            std::string::npos)
       << args;
   EXPECT_NE(r.output.find("dedup layers (per_launch_config_mangled): 1 classes, 12 instances"), std::string::npos)
       << r.output;
@@ -277,7 +277,8 @@ TEST_F(Cli, PassBStartsBesidePassAAndIsAttachedAfterIt) {
                 "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
                 "if [ \"$1 $2\" = '--mode launch' ]; then echo \"nvml check ${PYTORCH_NVML_BASED_CUDA_CHECK:-unset}\" >> " +
                     calls + "; fi\n" + ncu_launch_and_attach() + kProfilesCompiledGpt2);
-  Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
+  Result r = run("profile --dedup off --pass-b-start early --backend torch " + opprof::test::example("gpt2.py") +
+                 " --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("pass B starts now, beside pass A"), std::string::npos) << r.output;
@@ -301,7 +302,8 @@ TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
                 "if [ \"$1 $2\" = '--mode launch' ]; then sleep 120 & echo $! > " + path("sleeper.pid") + "; wait; exit 0; fi\n"
                 "if [ \"$1 $2\" = '--mode attach' ]; then echo '==ERROR== No attachable process found.'; exit 1; fi\n" +
                     kProfilesCompiledGpt2);
-  Result r = run("profile --dedup off --backend torch " + opprof::test::example("gpt2.py") + " --compile inductor --python " +
+  Result r = run("profile --dedup off --pass-b-start early --backend torch " + opprof::test::example("gpt2.py") +
+                 " --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ncu's attach found no process on port"), std::string::npos) << r.output;

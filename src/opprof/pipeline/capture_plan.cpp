@@ -233,6 +233,10 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   if (plan.per_process && plan.dedup.mode != DedupMode::kOff)
     for (std::int64_t rank = 0; rank <= r.dedup_verify; ++rank) plan.counters_ranks.push_back(rank);
   plan.counters_early = counters_early(r, plan);
+  // ncu holds every CUDA process it launched until an attach that never comes for all but the first: with
+  // Inductor's compile workers held, compiled GPT-2's runner never exited (H200). So only the runner is held
+  // where a model may compile (not measured on the GPU yet: --pass-b-start early).
+  if (r.workload.empty() || r.compile != "eager") plan.counters_early_targets = "application-only";
   return plan;
 }
 
@@ -287,17 +291,15 @@ std::vector<std::string> ncu_profile_options(const CapturePlan& plan, const std:
 }  // namespace
 
 bool counters_early(const ProfileRequest& request, const CapturePlan& plan) {
-  return request.pass_b_start == "early" && plan.counters && !plan.per_process &&
-         request.dedup_selection != "nvtx_modules";
+  const bool eager_workload = !request.workload.empty() && request.compile == "eager";
+  const bool wanted = request.pass_b_start == "early" || (request.pass_b_start == "auto" && eager_workload);
+  return wanted && plan.counters && !plan.per_process && request.dedup_selection != "nvtx_modules";
 }
 
 CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port) {
   CapturePass b = counters_pass(plan, env, {}, false, nullptr);
-  // Only the runner: ncu would hold every CUDA process it launched for an attach that never comes, and
-  // Inductor's compile workers would keep the runner from exiting (measured on the H200: compiled GPT-2 hung
-  // at its shutdown). A single-process capture's kernels are all the runner's.
   b.argv = {plan.ncu, "--mode", "launch", "--port", std::to_string(port), "--max-connections", "2",
-            "--target-processes", "application-only"};
+            "--target-processes", plan.counters_early_targets};
   b.argv.insert(b.argv.end(), plan.counters_runner_args.begin(), plan.counters_runner_args.end());
   b.env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1";
   b.stdout_path = (plan.output_dir / "ncu_launch.log").string();  // ncu's own lines; the runner's are pass_b.log

@@ -39,9 +39,9 @@ struct ProfileRequest {
   int dedup_verify = 0;
   std::string dedup_selection = "auto";  // auto or a DedupSelection name but rank_windows (dedup_selection())
   // When pass B's process starts: early, with pass A, under `ncu --mode launch`, which holds it at its first
-  // CUDA call until pass A is done (its imports and model construction overlap pass A; counters_early()), or
-  // after pass A.
-  std::string pass_b_start = "early";
+  // CUDA call until pass A is done (its imports and model construction overlap pass A; counters_early()),
+  // after pass A, or auto: early for an eager workload module (measured on the H200), else after.
+  std::string pass_b_start = "auto";
   // The program starts the processes that run CUDA (a launcher): each process writes its own capture
   // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
   // torchrun and python -m torch.distributed.run, whose processes also get opprof's capture runner.
@@ -121,8 +121,11 @@ struct CapturePlan {
   // the structure file pass A writes, the plan file pass B's hooks read.
   DedupRequest dedup;
   std::string dedup_plan_file;
-  // Pass B's process starts with pass A (ProfileRequest::pass_b_start early, where counters_early() allows it).
+  // Pass B's process starts with pass A (ProfileRequest::pass_b_start, where counters_early() allows it), and
+  // which of its processes ncu holds: all for an eager workload module (as measured), else application-only
+  // (Inductor's compile workers, held too, keep the runner from exiting).
   bool counters_early = false;
+  std::string counters_early_targets = "all";
 };
 
 // Which of ncu's selection mechanisms realizes a dedup plan (docs/dedup.md, measured on the H200). By default
@@ -153,10 +156,9 @@ CapturePass counters_pass(const CapturePlan& plan, const CaptureEnvironment& env
 // `ncu --mode attach` resumes it. Not for a job's processes (one attach per process) nor for NVTX selection
 // (pass B's environment names the plan file only pass A yields).
 bool counters_early(const ProfileRequest& request, const CapturePlan& plan);
-// Pass B started early: its process (that one only: --target-processes application-only) under
-// `ncu --mode launch` on port and the next one (ncu's attach finds it there and nowhere else), with
-// torch.cuda.is_available() asking NVML, not the CUDA driver, so that the process runs on to the model's first
-// CUDA call.
+// Pass B started early: its processes (plan.counters_early_targets) under `ncu --mode launch` on port and the
+// next one (ncu's attach finds it there and nowhere else), with torch.cuda.is_available() asking NVML, not the
+// CUDA driver, so that the process runs on to the model's first CUDA call.
 CapturePass counters_launch_pass(const CapturePlan& plan, const CaptureEnvironment& env, int port);
 // Its attach, with the profiling options counters_pass would give (argv only; stdout_path ncu.log).
 CapturePass counters_attach_pass(const CapturePlan& plan, const std::vector<std::string>& metric_names, bool whole_run,
