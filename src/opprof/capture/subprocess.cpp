@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 

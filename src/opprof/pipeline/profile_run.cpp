@@ -339,11 +339,18 @@ class Runner {
                          const DedupPlan* dedup) {
     const std::vector<std::string> names = metric_set.for_chip(chip.empty() ? "*" : chip).names();
     const CapturePass b = counters_pass(plan_, env_, names, whole_run, dedup);
+    // A failed early start's logs are kept beside those of the pass B that follows.
+    auto keep_early_log = [&](const std::string& log, const char* kept_name) {
+      const std::string kept = (plan_.output_dir / kept_name).string();
+      std::error_code ec;
+      fs::rename(log, kept, ec);
+      return ec ? log : kept;
+    };
     if (early_b_ && early_b_->ended()) {
       const ChildResult gone = early_b_->wait();
-      say(fmt::format("pass B's early process ended before the attach ({}; see {}): starting pass B again", gone.describe(),
-                      b.stderr_path));
       early_b_.reset();
+      say(fmt::format("pass B's early process ended before the attach ({}; see {}): starting pass B again", gone.describe(),
+                      keep_early_log(b.stderr_path, "pass_b_early.log")));
     }
     if (!early_b_) meta_["ncu.pass_b_start"] = "after";
     const CapturePass attach = counters_attach_pass(plan_, names, whole_run, dedup, early_port_);
@@ -379,8 +386,9 @@ class Runner {
       const ChildResult launched = found ? early_b_->wait() : early_b_->kill();
       early_b_.reset();
       if (!found && !interrupted()) {
+        keep_early_log(b.stderr_path, "pass_b_early.log");
         say(fmt::format("ncu's attach found no process on port {} ({}; see {}): starting pass B again", early_port_,
-                        attached.describe(), attach.stdout_path));
+                        attached.describe(), keep_early_log(attach.stdout_path, "ncu_attach.log")));
         meta_["ncu.pass_b_start"] = "after (the attach failed)";
       } else {
         rb = attached.ok() ? launched : attached;
