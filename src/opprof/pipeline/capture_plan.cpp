@@ -233,9 +233,9 @@ CapturePlan build_capture_plan(const ProfileRequest& r, const CaptureEnvironment
   if (plan.per_process && plan.dedup.mode != DedupMode::kOff)
     for (std::int64_t rank = 0; rank <= r.dedup_verify; ++rank) plan.counters_ranks.push_back(rank);
   plan.counters_early = counters_early(r, plan);
-  // ncu holds every CUDA process it launched until an attach that never comes for all but the first: with
-  // Inductor's compile workers held, compiled GPT-2's runner never exited (H200). So only the runner is held
-  // where a model may compile (not measured on the GPU yet: --pass-b-start early).
+  // `ncu --mode launch` holds every CUDA process of the tree and the attach resumes one: Inductor's compile
+  // workers, held for good, kept compiled GPT-2's runner from exiting (H200). So only the runner is held where
+  // a model may compile (not yet measured on the GPU; auto starts those after pass A).
   if (r.workload.empty() || r.compile != "eager") plan.counters_early_targets = "application-only";
   return plan;
 }
