@@ -54,8 +54,8 @@ inline int count_lines(const std::string& s) {
   return n;
 }
 
-// A file's bytes ("" when it cannot be read).
-inline std::string read_file(const std::string& path) {
+// A file's bytes, "" when it cannot be read (opprof::read_file throws instead, and gunzips).
+inline std::string text_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
@@ -63,7 +63,7 @@ inline std::string read_file(const std::string& path) {
 // The process exists and is not a zombie (a killed process nobody has reaped yet).
 inline bool running(pid_t pid) {
   if (::kill(pid, 0) != 0) return false;
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = text_of("/proc/" + std::to_string(pid) + "/stat");
   const auto close = stat.rfind(')');
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }

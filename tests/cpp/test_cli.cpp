@@ -308,7 +308,7 @@ TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ncu's attach found no process on port"), std::string::npos) << r.output;
   // The attach's words are kept, not overwritten by the pass B that followed.
-  EXPECT_NE(opprof::test::read_file(path("out") + "/ncu_attach.log").find("No attachable process"), std::string::npos);
+  EXPECT_NE(opprof::test::text_of(path("out") + "/ncu_attach.log").find("No attachable process"), std::string::npos);
   EXPECT_NE(r.output.find("126/126 kernels"), std::string::npos) << r.output;
   std::ifstream pid_file(path("sleeper.pid"));
   pid_t sleeper = 0;

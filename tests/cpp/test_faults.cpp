@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -48,13 +47,6 @@ std::map<std::string, std::string> read_meta(const std::string& db_path) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return meta;
-}
-
-std::string read_text(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // Names in dir that look like the writer's temporaries.
@@ -127,7 +119,7 @@ class Faults : public opprof::test::ScratchDir {
   std::string interrupt_opprof(const char* signal) const {
     return "sleep 60 & echo $! > " + path("grandchild.pid") + "\nkill -" + signal + " $PPID\nwait\n";
   }
-  pid_t grandchild() const { return static_cast<pid_t>(std::stol(read_text(path("grandchild.pid")))); }
+  pid_t grandchild() const { return static_cast<pid_t>(std::stol(opprof::test::text_of(path("grandchild.pid")))); }
 };
 
 TEST_F(Faults, SigintOrSigtermDuringAttributeRemovesTheTemporaryAndKeepsTheOldProfile) {
@@ -265,7 +257,7 @@ TEST_F(Faults, SigtermOrSigintInPassAStopsTheWorkloadRestoresClocksAndKeepsAPart
     EXPECT_EQ(r.signal, 0) << r.output;
     EXPECT_EQ(r.status, 128 + sig) << r.output;
     EXPECT_FALSE(opprof::test::running(grandchild()));
-    const std::string smi = read_text(path("smi.log"));
+    const std::string smi = opprof::test::text_of(path("smi.log"));
     EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
     EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
     EXPECT_FALSE(fs::exists(path("ncu_ran")));  // pass B does not start after an interrupt
@@ -285,7 +277,7 @@ TEST_F(Faults, SigintOrSigtermInPassBStopsNcuRestoresClocksAndKeepsTheTimeline) 
     const Result r = profile("--lock-clocks");
     EXPECT_EQ(r.status, 128 + sig) << r.output;
     EXPECT_FALSE(opprof::test::running(grandchild()));
-    const std::string smi = read_text(path("smi.log"));
+    const std::string smi = opprof::test::text_of(path("smi.log"));
     EXPECT_NE(smi.find("--lock-gpu-clocks=1980,1980"), std::string::npos) << smi;
     EXPECT_NE(smi.find("--reset-gpu-clocks"), std::string::npos) << smi;
     ASSERT_TRUE(fs::exists(out_db())) << r.output;

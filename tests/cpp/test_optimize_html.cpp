@@ -11,7 +11,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "cli_harness.hpp"
@@ -22,18 +21,13 @@
 
 using namespace opprof;
 using opprof::test::fixture;
+using opprof::test::text_of;
 
 namespace {
 
 const std::string kConv = fixture("optimizer/conv_exact/optimize_report.json");
 const std::string kLstm = fixture("optimizer/lstm_tf32/optimize_report.json");
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -79,7 +73,7 @@ class OptimizeHtml : public ::testing::Test {
   std::string written(const std::string& report) {
     const std::string html = dir.file("page.html");
     write_optimize_html(report, html);
-    return slurp(html);
+    return text_of(html);
   }
   opprof::testing::TempDir dir;
 };
@@ -211,7 +205,7 @@ TEST_F(OptimizeHtml, OnePageThatLoadsNothingAndShowsTheSavedCode) {
 
 TEST_F(OptimizeHtml, EveryStringFromTheReportIsEscaped) {
   const std::string evil = "<script>alert(1)</script>";
-  std::string json = slurp(kConv);
+  std::string json = text_of(kConv);
   json = replaced(json, "\"rewrite\": \"fold_batchnorm\",\n   \"together_with\"",
                   "\"rewrite\": \"" + evil + "\",\n   \"together_with\"");
   json = replaced(json, "\"workload\": \"examples/conv_block.py\"", "\"workload\": \"w</title><b>\\\"'&\"");
@@ -230,7 +224,7 @@ TEST_F(OptimizeHtml, EveryStringFromTheReportIsEscaped) {
 
 TEST_F(OptimizeHtml, PythonsNonFiniteFloatsAreReadAsSuch) {
   // An FP16 rewrite that overflows: Python's json writes the infinite error as a bare Infinity.
-  std::string json = slurp(kConv);
+  std::string json = text_of(kConv);
   json = replaced(json, "\"max_abs\": 1.4901161193847656e-08,", "\"max_abs\": Infinity,");
   json = replaced(json, "\"max_rel\": 8.815047003152878e-08,", "\"max_rel\": NaN,");
   json = replaced(json, "\"reason\": \"does not pay: kernel time 0.998x, wall 0.869x (needs >= 1.02x)\"",
@@ -248,7 +242,7 @@ TEST_F(OptimizeHtml, PythonsNonFiniteFloatsAreReadAsSuch) {
 
 TEST_F(OptimizeHtml, GradientErrorsGetColumnsOfTheirOwnWhereTheRunHadThem) {
   EXPECT_FALSE(has(written(kConv), "data-col=\"grad_max_rel\""));  // inference: outputs only
-  const std::string json = replaced(slurp(kConv),
+  const std::string json = replaced(text_of(kConv),
                                     "\"max_rel\": 8.815047003152878e-08,\n    \"tensors\": 1,\n"
                                     "    \"grad_max_abs\": null,\n    \"grad_max_rel\": null,\n    \"nonfinite\": \"\"",
                                     "\"max_rel\": 8.815047003152878e-08,\n    \"tensors\": 1,\n"
@@ -266,7 +260,7 @@ TEST_F(OptimizeHtml, GradientErrorsGetColumnsOfTheirOwnWhereTheRunHadThem) {
 }
 
 TEST_F(OptimizeHtml, AMalformedOrIncompleteReportIsAnInputErrorNamingTheFileAndTheField) {
-  const std::string good = slurp(kConv);
+  const std::string good = text_of(kConv);
   auto error_of = [&](const std::string& json) -> std::string {
     const std::string path = dir.file("optimize_report.json");
     spit(path, json);
@@ -301,11 +295,11 @@ TEST_F(OptimizeHtml, AMalformedOrIncompleteReportIsAnInputErrorNamingTheFileAndT
 TEST_F(OptimizeHtml, AFailedRenderLeavesTheEarlierPageWhole) {
   const std::string html = dir.file("page.html");
   write_optimize_html(kConv, html);
-  const std::string before = slurp(html);
+  const std::string before = text_of(html);
   const std::string broken = dir.file("broken.json");
-  spit(broken, slurp(kLstm).substr(0, 4000));
+  spit(broken, text_of(kLstm).substr(0, 4000));
   EXPECT_THROW(write_optimize_html(broken, html), InputError);
-  EXPECT_EQ(slurp(html), before);
+  EXPECT_EQ(text_of(html), before);
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"broken.json", "page.html"}));
 }
 
@@ -330,7 +324,7 @@ TEST_F(OptimizeHtmlCli, WritesThePageBesideTheReportAfterTheDriverSucceeds) {
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string html = path("out/optimize_report.html");
   EXPECT_TRUE(has(r.output, "opprof: HTML report written to " + html)) << r.output;
-  const std::string page = slurp(html);
+  const std::string page = text_of(html);
   EXPECT_TRUE(has(page, "data-rewrite=\"channels_last\" data-verdict=\"applied\""));
   EXPECT_TRUE(has(page, "STEPS = [Step(&#39;channels_last&#39;)]"));
 }
@@ -364,11 +358,11 @@ TEST_F(OptimizeHtmlCli, HtmlFromRendersAnExistingReportAgain) {
   opprof::test::Result r = opprof::test::run("optimize --html-from " + path("run/optimize_report.json"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "opprof: HTML report written to " + path("run/optimize_report.html"))) << r.output;
-  EXPECT_TRUE(has(slurp(path("run/optimize_report.html")), "data-rewrite=\"tf32\" data-verdict=\"applied\""));
+  EXPECT_TRUE(has(text_of(path("run/optimize_report.html")), "data-rewrite=\"tf32\" data-verdict=\"applied\""));
 
   r = opprof::test::run("optimize --html-from " + kLstm + " -o " + path("elsewhere.html"));
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(has(slurp(path("elsewhere.html")), "opprof optimize: examples/lstm_compiled.py"));
+  EXPECT_TRUE(has(text_of(path("elsewhere.html")), "opprof optimize: examples/lstm_compiled.py"));
 
   // Bad input: exit status 2 and one line.
   r = opprof::test::run("optimize --html-from " + kLstm + " -o " + path("no/such/dir/page.html"));
