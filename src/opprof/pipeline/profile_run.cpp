@@ -353,7 +353,6 @@ class Runner {
                       keep_early_log(b.stderr_path, "pass_b_early.log")));
     }
     if (!early_b_) meta_["ncu.pass_b_start"] = "after";
-    const CapturePass attach = counters_attach_pass(plan_, names, whole_run, dedup, early_port_);
     for (const auto& note : b.notes) say(note);
     say(fmt::format("pass B: {} kernels to replay with {} metrics; ncu says how many replay passes that takes per "
                     "kernel when it has replayed the first (it cannot be asked beforehand)",
@@ -373,6 +372,7 @@ class Runner {
     ChildResult rb;
     if (early_b_) {
       meta_["timing.pass_b_early_s"] = fmt::format("{:.2f}", since(early_b_start_));
+      const CapturePass attach = counters_attach_pass(plan_, names, whole_run, dedup, early_port_);
       bool connected = false;
       ChildSpec spec = child(attach);
       spec.on_stdout_line = spec.on_stderr_line = [&](std::string_view l) {
