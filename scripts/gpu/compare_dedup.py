@@ -2,6 +2,10 @@
 kernels replayed and pass-B wall time, and each operator's time-weighted key metrics (the throughput
 percentages, DRAM bytes, occupancy), with the largest relative difference. Prints one block of text.
 
+Each operator over 5 % says how much of its kernel time took propagated counters in DEDUP.db: at 0 % every one
+of its kernels was replayed itself in both captures, and the difference is between two runs of the workload,
+not made by dedup (run the script on two captures without dedup to see that difference alone).
+
   python scripts/gpu/compare_dedup.py FULL.db DEDUP.db [--name NAME]
 """
 
@@ -42,6 +46,16 @@ def operator_metrics(db: sqlite3.Connection) -> dict[str, dict[str, float]]:
     return out
 
 
+def propagated_share(db: sqlite3.Connection) -> dict[str, float]:
+    """Per operator: the share of its kernel time whose counters were copied from another kernel."""
+    rows = db.execute(
+        "SELECT a.op, SUM(k.duration_ns), SUM(CASE WHEN c.propagated THEN k.duration_ns ELSE 0 END) "
+        "FROM attribution a JOIN kernels k ON k.id = a.kernel_id "
+        "JOIN (SELECT kernel_id, MAX(counters_from IS NOT NULL) AS propagated FROM kernel_metrics "
+        "GROUP BY kernel_id) c ON c.kernel_id = a.kernel_id WHERE a.op IS NOT NULL GROUP BY a.op")
+    return {op: (prop / total if total else 0.0) for op, total, prop in rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("full")
@@ -62,6 +76,7 @@ def main() -> int:
     print(f"  pass B wall time: without dedup {tf:.1f} s, with {td:.1f} s: {tf / td if td else float('nan'):.2f}x less")
     print(f"  replay passes per kernel (first kernel): {md.get('ncu.passes_first_kernel', '?')}")
     of, od = operator_metrics(full), operator_metrics(dedup)
+    propagated = propagated_share(dedup)
     worst, where, compared = 0.0, "", 0
     worst_main, where_main = 0.0, ""  # operators with >= 5 % of the kernel time
     lines = []
@@ -80,7 +95,8 @@ def main() -> int:
                 worst_main, where_main = rel, f"{op} {metric}: {a:.4g} vs {b:.4g}"
             if rel > 0.05:
                 lines.append(f"    over 5 %: {op} ({100 * metrics['_share']:.1f} % of time) {metric}: "
-                             f"{a:.4g} without, {b:.4g} with ({100 * rel:.1f} %)")
+                             f"{a:.4g} without, {b:.4g} with ({100 * rel:.1f} %; "
+                             f"{100 * propagated.get(op, 0.0):.0f} % of its time propagated)")
     print(f"  per-operator key metrics: {compared} values over {len(of)} operators; largest difference "
           f"{100 * worst:.2f} % ({where}); over the operators with >= 5 % of the time {100 * worst_main:.2f} % "
           f"({where_main})")
