@@ -74,8 +74,8 @@ Command add_profile_command(CLI::App& app) {
   cmd->add_option("--pass-b-start", o.pass_b_start,
                   "When pass B's process starts: early (with pass A, under ncu --mode launch, which holds it at its\n"
                   "first CUDA call until pass A is done: its imports and model construction overlap pass A), after\n"
-                  "pass A, or auto: early for a workload module with --compile eager, else after. A job's processes\n"
-                  "and --dedup-selection nvtx_modules always start after")
+                  "pass A, or auto: early for a workload module (eager or compiled), after for a program. A job's\n"
+                  "processes and --dedup-selection nvtx_modules always start after")
       ->check(CLI::IsMember({"auto", "early", "after"}))
       ->capture_default_str();
   cmd->add_option("--clock-control", o.clock_control, "ncu's clock control during replay: none or base")

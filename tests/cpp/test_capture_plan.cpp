@@ -95,13 +95,22 @@ TEST(CapturePlan, WorkloadModuleWithTheTracerInjectsItIntoPassAOnly) {
                           "--print-units", "base"}));
   EXPECT_EQ(e.produces, "/home/u/out/ncu.csv");
 
-  // A compiled workload starts pass B after pass A unless asked; asked, ncu holds only the runner.
-  EXPECT_FALSE(plan.counters_early);
+  // A compiled workload starts pass B early too (auto), ncu holding only the runner: Inductor's compile workers
+  // would wait at their first CUDA call for an attach that never comes.
+  EXPECT_TRUE(plan.counters_early);
+  EXPECT_EQ(plan.counters_early_targets, "application-only");
   ProfileRequest early = workload();
   early.pass_b_start = "early";
   const CapturePlan early_plan = build_capture_plan(early, machine());
   EXPECT_TRUE(early_plan.counters_early);
   EXPECT_EQ(early_plan.counters_early_targets, "application-only");
+  ProfileRequest program = early;
+  program.workload.clear();
+  program.command = {"python3", "train.py"};
+  program.pass_b_start = "auto";
+  EXPECT_FALSE(build_capture_plan(program, machine()).counters_early);  // a program's own processes: after
+  program.pass_b_start = "early";
+  EXPECT_TRUE(build_capture_plan(program, machine()).counters_early);
   ProfileRequest eager = workload();
   eager.compile = "eager";
   const CapturePlan eager_plan = build_capture_plan(eager, machine());

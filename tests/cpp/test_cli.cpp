@@ -250,10 +250,12 @@ TEST_F(Cli, ProfileWithDedupReplaysThePlansKernelsAndSaysSoBeforePassB) {
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream args_file(path("ncu_args.txt"));
   std::string args((std::istreambuf_iterator<char>(args_file)), std::istreambuf_iterator<char>());
-  // A compiled workload: pass B after pass A, the filter before the runner's arguments.
-  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled "),
+  // A compiled workload: pass B started early, the filter on the attach, which profiles what the launch holds.
+  EXPECT_TRUE(args.starts_with("--mode attach ")) << args;
+  EXPECT_NE(args.find("--filter-mode per-launch-config --launch-count 1 --kernel-name-base mangled\n"),
             std::string::npos)
       << args;
+  EXPECT_NE(r.output.find("pass B starts now, beside pass A"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("dedup layers (per_launch_config_mangled): 1 classes, 12 instances"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("pass B: 17 kernels to replay"), std::string::npos) << r.output;

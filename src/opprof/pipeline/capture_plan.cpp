@@ -291,8 +291,10 @@ std::vector<std::string> ncu_profile_options(const CapturePlan& plan, const std:
 }  // namespace
 
 bool counters_early(const ProfileRequest& request, const CapturePlan& plan) {
-  const bool eager_workload = !request.workload.empty() && request.compile == "eager";
-  const bool wanted = request.pass_b_start == "early" || (request.pass_b_start == "auto" && eager_workload);
+  // auto: early for a workload module, eager or compiled (measured on the H200, docs/dedup.md §5); a program
+  // may start processes of its own that ncu would hold at their first CUDA call, so it starts after pass A.
+  const bool workload_module = !request.workload.empty();
+  const bool wanted = request.pass_b_start == "early" || (request.pass_b_start == "auto" && workload_module);
   return wanted && plan.counters && !plan.per_process && request.dedup_selection != "nvtx_modules";
 }
 

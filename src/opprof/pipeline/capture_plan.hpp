@@ -40,7 +40,7 @@ struct ProfileRequest {
   std::string dedup_selection = "auto";  // auto or a DedupSelection name but rank_windows (dedup_selection())
   // When pass B's process starts: early, with pass A, under `ncu --mode launch`, which holds it at its first
   // CUDA call until pass A is done (its imports and model construction overlap pass A; counters_early()),
-  // after pass A, or auto: early for an eager workload module (measured on the H200), else after.
+  // after pass A, or auto: early for a workload module, eager or compiled (measured on the H200), else after.
   std::string pass_b_start = "auto";
   // The program starts the processes that run CUDA (a launcher): each process writes its own capture
   // (rank<R>/ or pid<P>/ in the output directory), and the job is attributed into one profile. Implied for
