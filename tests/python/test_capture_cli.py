@@ -258,3 +258,33 @@ def test_script_exit_status_is_recorded_and_reported_as_failure(tmp_path, script
     capture = read_json(out / "capture.json")
     assert capture["status"] == "error" and capture["error"]["script_exit_status"] == 3
     assert capture["window"] == "whole_run" and (out / "trace.json").is_file()
+
+
+FREEZE_PROBE = textwrap.dedent("""
+    import gc, sys
+    import opprof.capture
+    code = opprof.capture.main(sys.argv[1:])
+    print("frozen objects:", gc.get_freeze_count(), file=sys.stderr)
+    sys.exit(code)
+""")
+
+
+@pytest.mark.parametrize("kind", ["workload", "script"])
+def test_a_workload_runner_leaves_its_objects_to_the_exit_uncollected(tmp_path, kind, script):
+    # The interpreter's last collection at exit walks everything torch and Inductor made; a workload module's
+    # runner, its files written, freezes them. A script's objects keep their finalizers.
+    workload = tmp_path / "workload.py"
+    workload.write_text(textwrap.dedent("""
+        import torch
+
+        def get_model_and_input(device):
+            return torch.nn.Linear(4, 4).to(device), torch.randn(2, 4, device=device)
+    """))
+    target = ["--workload", str(workload)] if kind == "workload" else ["--no-fx-map", "--", str(script)]
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    result = subprocess.run([sys.executable, "-c", FREEZE_PROBE, "--pass", "timeline", "--out", str(tmp_path / "cap"),
+                             "--device", "cpu", *target], capture_output=True, text=True, timeout=240, env=env)
+    assert result.returncode == 0, result.stderr
+    frozen = int(result.stderr.rsplit("frozen objects:", 1)[1].split()[0])
+    assert (frozen > 10000) if kind == "workload" else (frozen == 0), frozen
+    assert read_json(tmp_path / "cap" / "capture.json")["status"] == "ok"
