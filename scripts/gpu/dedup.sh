@@ -95,7 +95,7 @@ compare "GPT-2 small training step (AdamW), eager" train_off train_layers
 for name in $RUNS; do
   [[ -f "$W/$name/report.json" ]] && "$PYTHON" -c "
 import json,sys; r=json.load(open('$W/$name/report.json')); d=r['dedup']; m=r['metadata']
-print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','kernels_without_source','instances_replayed_in_full')}, 'pass A', m.get('timing.pass_a_s'), 's, pass B', m.get('timing.pass_b_s'), 's, started', m.get('ncu.pass_b_start'), m.get('timing.pass_b_early_s'), 's before the attach')
+print('  $name: dedup', {k: d.get(k) for k in ('mode','selection','classes','instances','kernels','kernels_replayed','kernels_propagated','kernels_without_source','instances_replayed_in_full')}, 'pass A', m.get('timing.pass_a_s'), 's, pass B', m.get('timing.pass_b_s'), 's, started', m.get('ncu.pass_b_start'), m.get('timing.pass_b_early_s'), 's before the attach,', m.get('ncu.attach_attempts'), 'attach attempts')
 n=r.get('ncu', {}); print('    ncu rows', n.get('rows'), 'matched', n.get('matched'), 'unmatched rows', n.get('unmatched_rows'), 'unmatched kernels', n.get('unmatched_kernels'))
 for f in d.get('differing_instances', [])[:5]: print('    differs:', f['instance'], f['why'][:200])
 " >>"$SUMMARY" 2>&1

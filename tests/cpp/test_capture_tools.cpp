@@ -3,7 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
 
+#include "opprof/capture/local_ports.hpp"
 #include "opprof/capture/ncu_progress.hpp"
 #include "opprof/capture/subprocess.hpp"
 
@@ -66,4 +70,26 @@ TEST(Subprocess, ReportsTheSignalThatEndedTheChild) {
   ChildResult r = run_child(spec);
   EXPECT_EQ(r.signal, 9);
   EXPECT_NE(r.describe().find("signal 9"), std::string::npos);
+}
+
+TEST(LocalPorts, ParsesTheKernelsEphemeralRange) {
+  EXPECT_EQ(parse_ephemeral_port_range("32768\t60999\n"), std::make_pair(32768, 60999));
+  EXPECT_EQ(parse_ephemeral_port_range("1024 65535"), std::make_pair(1024, 65535));
+  EXPECT_EQ(parse_ephemeral_port_range(""), std::make_pair(0, 0));
+  EXPECT_EQ(parse_ephemeral_port_range("32768"), std::make_pair(0, 0));
+  EXPECT_EQ(parse_ephemeral_port_range("60999 32768"), std::make_pair(0, 0));
+  EXPECT_EQ(parse_ephemeral_port_range("32768 70000"), std::make_pair(0, 0));
+  EXPECT_EQ(parse_ephemeral_port_range("32768 60999 1"), std::make_pair(0, 0));
+}
+
+TEST(LocalPorts, APairIsFreeAndBelowTheEphemeralRange) {
+  // What the machine's kernel hands to outgoing connections meanwhile must not be the pair ncu will listen on.
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto [low, high] = parse_ephemeral_port_range(text);
+  const int port = free_local_port_pair();
+  ASSERT_GT(port, 0);
+  if (low > 20002) {
+    EXPECT_LT(port + 1, low) << "ephemeral range " << low << "-" << high;
+  }
 }

@@ -294,6 +294,28 @@ TEST_F(Cli, PassBStartsBesidePassAAndIsAttachedAfterIt) {
   EXPECT_NE(meta.find("\"matched\": 126"), std::string::npos);
 }
 
+TEST_F(Cli, TheAttachIsTriedAgainUntilPassBsProcessWaitsForIt) {
+  // Pass A ends before pass B's process reaches its first CUDA call: the first two attaches find nothing
+  // listening, the third connects; pass B is the early one, not started again.
+  const std::string src = fixture("gpt2_compiled");
+  const std::string attempts = path("attach_attempts");
+  write_program("python3", compiled_gpt2_runner(""));
+  write_program("ncu",
+                "if [ \"$1\" = --import ]; then zcat " + src + "/ncu.csv.gz; exit 0; fi\n"
+                "if [ \"$1 $2\" = '--mode attach' ]; then echo x >> " + attempts + "\n"
+                "  if [ $(wc -l < " + attempts + ") -lt 3 ]; then echo '==ERROR== No processes found on 127.0.0.1'; exit 1; fi\n"
+                "fi\n" + ncu_launch_and_attach() + kProfilesCompiledGpt2);
+  Result r = run("profile --dedup off --pass-b-start early --backend torch " + opprof::test::example("gpt2.py") +
+                 " --compile inductor --python " + path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("trying the attach again"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("starting pass B again"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("126/126 kernels"), std::string::npos) << r.output;
+  const std::string meta = run("report --json " + path("out") + "/profile.db").output;
+  EXPECT_NE(meta.find("\"ncu.pass_b_start\": \"early\""), std::string::npos) << meta.substr(0, 3000);
+  EXPECT_NE(meta.find("\"ncu.attach_attempts\": 3,"), std::string::npos) << meta.substr(0, 3000);
+}
+
 TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
   // The launched process never reaches a CUDA call ncu holds (it sleeps): the attach finds nothing, opprof
   // stops it and runs pass B after pass A.
@@ -308,6 +330,9 @@ TEST_F(Cli, PassBStartsAgainWhenTheAttachFindsNoProcess) {
                  " --compile inductor --python " +
                  path("python3") + " --ncu " + path("ncu") + " -o " + path("out"));
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("is not yet waiting at its first CUDA call: trying the attach again for up to 10 s"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("ncu's attach found no process on port"), std::string::npos) << r.output;
   // The attach's words are kept, not overwritten by the pass B that followed.
   EXPECT_NE(opprof::test::text_of(path("out") + "/ncu_attach.log").find("No attachable process"), std::string::npos);

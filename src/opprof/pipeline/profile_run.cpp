@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "contract/opprof_contract.h"
 #include "opprof/capture/clocks.hpp"
@@ -32,6 +33,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The least time the attach of an early pass B is tried for after pass A (see run_counters_pass).
+constexpr double kAttachWait_s = 10.0;
 
 // capture.json as metadata: scalars under "capture.<key>", nested objects flattened with dots
 // ("capture.sm_clock.before_warmup.mhz"); arrays are skipped.
@@ -346,11 +350,13 @@ class Runner {
       fs::rename(log, kept, ec);
       return ec ? log : kept;
     };
-    if (early_b_ && early_b_->ended()) {
-      const ChildResult gone = early_b_->wait();
-      early_b_.reset();
+    auto say_early_ended = [&](const ChildResult& gone) {
       say(fmt::format("pass B's early process ended before the attach ({}; see {}): starting pass B again", gone.describe(),
                       keep_early_log(b.stderr_path, "pass_b_early.log")));
+    };
+    if (early_b_ && early_b_->ended()) {
+      say_early_ended(early_b_->wait());
+      early_b_.reset();
     }
     if (!early_b_) meta_["ncu.pass_b_start"] = "after";
     for (const auto& note : b.notes) say(note);
@@ -373,22 +379,48 @@ class Runner {
     if (early_b_) {
       meta_["timing.pass_b_early_s"] = fmt::format("{:.2f}", since(early_b_start_));
       const CapturePass attach = counters_attach_pass(plan_, names, whole_run, dedup, early_port_);
-      bool connected = false;
-      ChildSpec spec = child(attach);
-      spec.on_stdout_line = spec.on_stderr_line = [&](std::string_view l) {
-        connected = connected || l.find("==PROF== Connected to process") != std::string_view::npos;
-        on_line(l);
-      };
-      tell(progress::PassStarted{attach.kind, attach.argv, names.size(), expected});
-      const ChildResult attached = run_child(spec);
+      // The launched process listens for the attach only once it reaches its first CUDA call, and its start-up
+      // under ncu can take longer than all of pass A (whose runner skips the exit's garbage collection). The
+      // attach is tried again while the process lives, for half as long as pass A took (at least
+      // kAttachWait_s); then pass B starts after pass A.
+      const double wait_s = std::max(kAttachWait_s, pass_a_s_ / 2);
+      const auto first_attempt = Clock::now();
+      bool found = false;
+      int attempts = 0;
+      ChildResult attached;
+      for (;;) {
+        bool connected = false;
+        ChildSpec spec = child(attach);
+        spec.on_stdout_line = spec.on_stderr_line = [&](std::string_view l) {
+          connected = connected || l.find("==PROF== Connected to process") != std::string_view::npos;
+          on_line(l);
+        };
+        if (attempts == 0) tell(progress::PassStarted{attach.kind, attach.argv, names.size(), expected});
+        attached = run_child(spec);
+        ++attempts;
+        found = connected || ncu.profiled() > 0;
+        if (found || interrupted() || early_b_->ended() || since(first_attempt) >= wait_s) break;
+        if (attempts == 1)
+          say(fmt::format("pass B's process (started {:.1f} s ago) is not yet waiting at its first CUDA call: trying the "
+                          "attach again for up to {:.0f} s",
+                          since(early_b_start_), wait_s));
+        for (int i = 0; i < 5 && !interrupted(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      meta_["ncu.attach_attempts"] = std::to_string(attempts);
+      const bool ended_unattached = !found && early_b_->ended();
       // An attach that found nothing leaves the process waiting: it goes, and pass B starts again.
-      const bool found = connected || ncu.profiled() > 0;
       const ChildResult launched = found ? early_b_->wait() : early_b_->kill();
       early_b_.reset();
       if (!found && !interrupted()) {
-        keep_early_log(b.stderr_path, "pass_b_early.log");
-        say(fmt::format("ncu's attach found no process on port {} ({}; see {}): starting pass B again", early_port_,
-                        attached.describe(), keep_early_log(attach.stdout_path, "ncu_attach.log")));
+        if (ended_unattached) {
+          say_early_ended(launched);
+        } else {
+          keep_early_log(b.stderr_path, "pass_b_early.log");
+          say(fmt::format("ncu's attach found no process on port {} in {} attempts over {:.1f} s ({}; see {}): starting "
+                          "pass B again",
+                          early_port_, attempts, since(first_attempt), attached.describe(),
+                          keep_early_log(attach.stdout_path, "ncu_attach.log")));
+        }
         meta_["ncu.pass_b_start"] = "after (the attach failed)";
       } else {
         rb = attached.ok() ? launched : attached;
