@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # chromium: the HTML report's browser test (tests/python/test_html_report.py) renders the page in it.
-DEBS=(cmake ninja-build g++ pkg-config libsqlite3-dev libcli11-dev libfmt-dev
+# tcl: its tclsh makes SQLite's amalgamation from Debian's source (scripts/fetch_sqlite.sh).
+DEBS=(cmake ninja-build g++ pkg-config tcl libcli11-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev sqlite3 chromium
       clang-14 libclang-rt-14-dev)  # the fuzz targets: clang's libFuzzer and sanitizer runtimes (tests/fuzz)
 missing=()
@@ -21,8 +22,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# simdjson is built from its source (Debian ships only a shared library; see scripts/fetch_simdjson.sh).
+# simdjson and SQLite are built from their source (Debian ships simdjson only as a shared library, and SQLite's
+# archive with settings that slow the profile writer; see scripts/fetch_simdjson.sh, scripts/fetch_sqlite.sh).
 scripts/fetch_simdjson.sh
+scripts/fetch_sqlite.sh
 
 if [ "${OPPROF_SKIP_PYTHON:-0}" != "1" ]; then
   if [ ! -x .venv/bin/python ]; then
