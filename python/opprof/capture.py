@@ -32,6 +32,7 @@ kept), 2 bad usage or environment, 3 the capture window never opened.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import gc
 import importlib.util
@@ -221,15 +222,23 @@ def configure_environment(args: argparse.Namespace, out: Path) -> dict[str, str]
     return env
 
 
-def apply_inductor_config(debug_dir: str) -> dict[str, Any]:
+def apply_inductor_config(debug_dir: str, counters_pass: bool = False) -> dict[str, Any]:
     """Makes sure Inductor writes debug files with provenance even where the environment was read
-    before we set it, or where the flag has another name (trace.provenance_tracking in older releases)."""
+    before we set it, or where the flag has another name (trace.provenance_tracking in older releases).
+    In the counters pass, compiles run in the process (unless TORCHINDUCTOR_COMPILE_THREADS says otherwise)."""
     applied: dict[str, Any] = {}
     try:
         import torch._dynamo.config as dynamo_config
         import torch._inductor.config as inductor_config
     except Exception as exc:
         return {"error": repr(exc)}
+    if counters_pass and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ and hasattr(inductor_config, "compile_threads"):
+        # Pass B loads the graphs and kernels pass A compiled into the shared cache (compile_threads is not part of
+        # the cache key). A worker pool would only cost there: Inductor starts it at the first compile, after ncu's
+        # attach, and its workers, each importing torch, are waited for at exit. A graph that still has to be
+        # compiled is compiled in the process, more slowly but with the same result.
+        inductor_config.compile_threads = 1
+        applied["compile_threads"] = 1
     trace = getattr(inductor_config, "trace", None)
     if trace is not None:
         if hasattr(trace, "enabled") and not trace.enabled:
@@ -468,7 +477,8 @@ class Capture:
 
         uses_compile = (args.workload and args.compile == "inductor") or not args.workload
         if uses_compile:
-            self.record["inductor_config_applied"] = apply_inductor_config(env["TORCH_COMPILE_DEBUG_DIR"])
+            self.record["inductor_config_applied"] = apply_inductor_config(env["TORCH_COMPILE_DEBUG_DIR"],
+                                                                           args.pass_ == "counters")
         if args.workload and args.compile == "inductor":
             # torch.compile() imports Inductor's compiler (2-3 s of Python) when it wraps the model; done here,
             # before the workload's first CUDA call, it overlaps pass A when pass B starts early.
@@ -876,6 +886,9 @@ def main(argv: list[str] | None = None) -> int:
         out = out / process_dir_name()
     out.mkdir(parents=True, exist_ok=True)
     log(f"pass {args.pass_} -> {out}")
+    # Registered before torch's, so it runs after them: what the exit costs past this line is the CUDA and ncu
+    # libraries' teardown (docs/dedup.md times the parts of pass B from these lines).
+    atexit.register(log, "exit: the atexit handlers are done")
     code = Capture(args, script_argv, out, argv).run()
     if args.workload:
         # Everything is written. The interpreter's last garbage collection at exit walks every object torch,
@@ -883,6 +896,7 @@ def main(argv: list[str] | None = None) -> int:
         # atexit handlers and the CUDA and ncu libraries' exit still run. A script's objects may want their
         # finalizers, so only a workload module's runner does this.
         gc.freeze()
+    log(f"exit {code}: the files are written")
     return code
 
 

@@ -40,7 +40,7 @@ else
   say "build"
   cmake -S "$REPO" -B "$REPO/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$REPO/.deps/usr" \
     -DOPPROF_BUILD_TESTS=OFF -DOPPROF_PARQUET=OFF -DOPPROF_BUILD_BENCH=OFF -DOPPROF_TORCH_PYTHON="$(command -v "$PYTHON")" >"$W/build.log" 2>&1 &&
-    timeout 150 cmake --build "$REPO/build-gpu" -j 16 >>"$W/build.log" 2>&1 || {
+    timeout 240 cmake --build "$REPO/build-gpu" -j 16 >>"$W/build.log" 2>&1 || {
     say "build failed"; tail -30 "$W/build.log" | tee -a "$SUMMARY"; exit 1; }
   OPPROF="$REPO/build-gpu/opprof"
 fi

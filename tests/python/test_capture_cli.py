@@ -288,3 +288,30 @@ def test_a_workload_runner_leaves_its_objects_to_the_exit_uncollected(tmp_path, 
     frozen = int(result.stderr.rsplit("frozen objects:", 1)[1].split()[0])
     assert (frozen > 10000) if kind == "workload" else (frozen == 0), frozen
     assert read_json(tmp_path / "cap" / "capture.json")["status"] == "ok"
+
+
+COMPILE_THREADS_PROBE = textwrap.dedent("""
+    import json, sys, tempfile
+    from opprof.capture import apply_inductor_config
+    import torch._inductor.config as c
+    applied = apply_inductor_config(tempfile.mkdtemp(), counters_pass=sys.argv[1] == "counters")
+    print(json.dumps({"compile_threads": c.compile_threads, "applied": applied}))
+""")
+
+
+@pytest.mark.parametrize("pass_,env_threads,expected", [("counters", None, 1), ("counters", "3", 3),
+                                                        ("timeline", "3", 3), ("timeline", None, None)])
+def test_pass_b_compiles_in_the_process_unless_told_otherwise(tmp_path, pass_, env_threads, expected):
+    # Pass B loads what pass A compiled into the cache: Inductor's worker pool would start after ncu's attach and
+    # be waited for at exit (0.9 s of compiled GPT-2's pass B on the H200, docs/dedup.md §5).
+    env = dict(os.environ, PYTHONPATH=str(PYTHON_DIR))
+    env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
+    if env_threads:
+        env["TORCHINDUCTOR_COMPILE_THREADS"] = env_threads
+    result = subprocess.run([sys.executable, "-c", COMPILE_THREADS_PROBE, pass_], capture_output=True, text=True,
+                            timeout=240, env=env)
+    assert result.returncode == 0, result.stderr
+    probe = json.loads(result.stdout.strip().splitlines()[-1])
+    if expected is not None:  # pass A keeps Inductor's own choice (the machine's core count)
+        assert probe["compile_threads"] == expected
+    assert ("compile_threads" in probe["applied"]) == (pass_ == "counters" and env_threads is None)
