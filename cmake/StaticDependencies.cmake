@@ -2,19 +2,22 @@
 # libraries: simdjson and SQLite built here from their amalgamated sources, fmt header-only,
 # CLI11 header-only. zlib stays a system library.
 
-# simdjson: Debian ships only libsimdjson.so, so the amalgamated source (scripts/fetch_simdjson.sh, which
-# install_deps.sh and gpu_deps.sh run) is compiled into a static library.
-set(OPPROF_SIMDJSON_SOURCE_DIR "${PROJECT_SOURCE_DIR}/.deps/simdjson" CACHE PATH
-    "Folder with simdjson's amalgamated simdjson.h and simdjson.cpp (scripts/fetch_simdjson.sh fills it)")
-if(NOT EXISTS "${OPPROF_SIMDJSON_SOURCE_DIR}/simdjson.cpp")
-  execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/fetch_simdjson.sh" "${OPPROF_SIMDJSON_SOURCE_DIR}"
-                  RESULT_VARIABLE _opprof_fetch_rc)
-  if(NOT _opprof_fetch_rc EQUAL 0)
-    message(FATAL_ERROR "simdjson's source is not in ${OPPROF_SIMDJSON_SOURCE_DIR} and "
-                        "scripts/fetch_simdjson.sh could not fetch it (on a machine without a registry, "
-                        "carry the .deps/ that scripts/gpu_deps.sh makes)")
+# The folder CACHE_VAR names (default .deps/SUBDIR) must hold FILE; where it does not, SCRIPT makes it there (it
+# downloads Debian's source package; install_deps.sh and gpu_deps.sh run the scripts beforehand).
+function(opprof_source_folder CACHE_VAR SUBDIR FILE SCRIPT WHAT)
+  set(${CACHE_VAR} "${PROJECT_SOURCE_DIR}/.deps/${SUBDIR}" CACHE PATH "Folder with ${WHAT} (scripts/${SCRIPT} fills it)")
+  if(NOT EXISTS "${${CACHE_VAR}}/${FILE}")
+    execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/${SCRIPT}" "${${CACHE_VAR}}" RESULT_VARIABLE fetch_rc)
+    if(NOT fetch_rc EQUAL 0)
+      message(FATAL_ERROR "${WHAT}: not in ${${CACHE_VAR}}, and scripts/${SCRIPT} could not make them there "
+                          "(on a machine without a registry, carry the .deps/ that scripts/gpu_deps.sh makes)")
+    endif()
   endif()
-endif()
+endfunction()
+
+# simdjson: Debian ships only libsimdjson.so, so the amalgamated source is compiled into a static library.
+opprof_source_folder(OPPROF_SIMDJSON_SOURCE_DIR simdjson simdjson.cpp fetch_simdjson.sh
+                     "simdjson's amalgamated simdjson.h and simdjson.cpp")
 add_library(opprof_simdjson STATIC "${OPPROF_SIMDJSON_SOURCE_DIR}/simdjson.cpp")
 target_include_directories(opprof_simdjson SYSTEM PUBLIC "${OPPROF_SIMDJSON_SOURCE_DIR}")
 add_library(simdjson::simdjson ALIAS opprof_simdjson)
@@ -22,19 +25,10 @@ add_library(simdjson::simdjson ALIAS opprof_simdjson)
 # SQLite: compiled here from the amalgamation scripts/fetch_sqlite.sh makes from Debian's source package (with
 # Debian's patches), with settings of its own: Debian's libsqlite3.a has no lookaside allocator and keeps memory
 # statistics (a global mutex on every allocation) and secure delete on, which cost the profile writer about a
-# tenth of a million-kernel profile's time (bench/README.md). Always optimized and never instrumented: the
+# tenth of a million-kernel tracer log's time (bench/README.md). Always optimized and never instrumented: the
 # sanitizer and fuzz trees check opprof's code, not SQLite's.
-set(OPPROF_SQLITE_SOURCE_DIR "${PROJECT_SOURCE_DIR}/.deps/sqlite" CACHE PATH
-    "Folder with SQLite's amalgamated sqlite3.c and sqlite3.h (scripts/fetch_sqlite.sh fills it)")
-if(NOT EXISTS "${OPPROF_SQLITE_SOURCE_DIR}/sqlite3.c")
-  execute_process(COMMAND "${PROJECT_SOURCE_DIR}/scripts/fetch_sqlite.sh" "${OPPROF_SQLITE_SOURCE_DIR}"
-                  RESULT_VARIABLE _opprof_fetch_rc)
-  if(NOT _opprof_fetch_rc EQUAL 0)
-    message(FATAL_ERROR "SQLite's source is not in ${OPPROF_SQLITE_SOURCE_DIR} and "
-                        "scripts/fetch_sqlite.sh could not make it (on a machine without a registry, "
-                        "carry the .deps/ that scripts/gpu_deps.sh makes)")
-  endif()
-endif()
+opprof_source_folder(OPPROF_SQLITE_SOURCE_DIR sqlite sqlite3.c fetch_sqlite.sh
+                     "SQLite's amalgamated sqlite3.c and sqlite3.h")
 enable_language(C)
 find_package(Threads REQUIRED)
 add_library(opprof_sqlite3 STATIC "${OPPROF_SQLITE_SOURCE_DIR}/sqlite3.c")

@@ -3,7 +3,7 @@
 # security fixes among them), into DEST (default .deps/sqlite), which CMake compiles into a static library with
 # the settings the profile writer wants (cmake/StaticDependencies.cmake). Debian's own libsqlite3.a is built
 # without the lookaside allocator and with memory statistics and secure delete on, which cost the writer about
-# a tenth of a million-kernel profile's time (bench/README.md). Needs tclsh (Debian: tcl), which generates the
+# a tenth of a million-kernel tracer log's time (bench/README.md). Needs tclsh (Debian: tcl), which generates the
 # amalgamation. Does nothing when DEST already holds the files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
