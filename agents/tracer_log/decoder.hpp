@@ -114,6 +114,14 @@ class RecordDecoder {
   const FileHeader& header() const { return header_; }
   std::size_t max_string_id() const { return max_string_id_; }
 
+  // From here on, decodes only the records in [begin, end): boundaries of records that a walk over the
+  // record headers found (the reader decodes the parts of a large log on several threads, each with a copy
+  // of one decoder). Offsets in errors stay the log's.
+  void restrict_to(std::size_t begin, std::size_t end) {
+    log_ = log_.substr(0, end);
+    pos_ = begin;
+  }
+
   // Decodes the next record into `out`; false at the end of the log or before a record cut short.
   bool next(Record* out) {
     const std::size_t size = log_.size();

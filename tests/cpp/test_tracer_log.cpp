@@ -14,9 +14,11 @@
 #include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/communication_args.hpp"
 #include "opprof/ingest/tracer_log.hpp"
+#include "opprof/ingest/tracer_log_detail.hpp"
 #include "tracer_log/decoder.hpp"
 #include "tracer_log/format.hpp"
 #include "opprof/util/error.hpp"
+#include "timeline_checks.hpp"
 
 namespace opprof {
 namespace {
@@ -240,6 +242,89 @@ TEST(TracerLog, RejectsBadMagicNewerMajorAndCorruptRecords) {
   TempLog header_only(LogBuilder(1).bytes().substr(0, 20));
   EXPECT_THROW(read_tracer_log(header_only.path()), InputError);
   EXPECT_THROW(read_tracer_log("/nonexistent/opprof.bin"), InputError);
+}
+
+// A log is decoded in parts on several threads, each into the slots its records take: split anywhere, every
+// real log of the fixtures reads as in one part (tests/fixtures: eager, compiled, CUDA graphs, training, ranks).
+TEST(TracerLog, EveryFixtureLogReadsTheSameInParts) {
+  std::vector<std::string> logs;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(OPPROF_FIXTURES_DIR))
+    if (entry.is_regular_file() && entry.path().extension() == ".opprof") logs.push_back(entry.path().string());
+  std::sort(logs.begin(), logs.end());
+  ASSERT_GE(logs.size(), 20u);
+  detail::TracerLogReadOptions one_part;
+  one_part.threads = 1;
+  for (const std::string& path : logs) {
+    const Timeline whole = detail::read_tracer_log(path, one_part);
+    for (unsigned threads : {2u, 5u, 16u}) {
+      SCOPED_TRACE(path + ", " + std::to_string(threads) + " parts");
+      detail::TracerLogReadOptions parts;
+      parts.threads = threads;
+      parts.min_part_bytes = 1;
+      test_support::expect_same_timeline(whole, detail::read_tracer_log(path, parts));
+    }
+  }
+}
+
+// Errors and truncation are found as by one pass: the first problem in the file wins, wherever the parts
+// are cut and whichever thread meets it.
+TEST(TracerLog, TheFirstProblemInTheFileIsReportedWhateverTheParts) {
+  auto kernels = [](LogBuilder& b, std::uint32_t from, std::uint32_t n) {
+    for (std::uint32_t i = from; i < from + n; ++i) b.add(RecordType::kKernel, kernel(1, 10 * i, 10 * i + 5, i));
+  };
+  auto read_in = [](const TempLog& log, unsigned threads) {
+    detail::TracerLogReadOptions o;
+    o.threads = threads;
+    o.min_part_bytes = 1;
+    return detail::read_tracer_log(log.path(), o);
+  };
+  auto error_offset = [&](const TempLog& log, unsigned threads) -> std::uint64_t {
+    try {
+      read_in(log, threads);
+    } catch (const InputError& e) {
+      return e.position().byte_offset;
+    }
+    ADD_FAILURE() << "no error with " << threads << " threads";
+    return 0;
+  };
+
+  // Two short kernel records, in the second and the last quarter, then a string id no log this size holds.
+  LogBuilder b(1);
+  b.string(1, "_Z1kv");
+  kernels(b, 1, 40);
+  const std::size_t first = b.bytes().size();
+  b.raw(static_cast<std::uint16_t>(RecordType::kKernel), std::string(12, '\0'));
+  kernels(b, 41, 80);
+  b.raw(static_cast<std::uint16_t>(RecordType::kKernel), std::string(20, '\0'));
+  kernels(b, 121, 10);
+  b.string(1u << 30, "too far");
+  const TempLog two_short(b.bytes());
+  for (unsigned threads : {1u, 2u, 3u, 8u}) EXPECT_EQ(error_offset(two_short, threads), first) << threads;
+
+  // A record in order (a string) that does not decode comes before a short kernel after it.
+  LogBuilder c(1);
+  c.string(1, "_Z1kv");
+  kernels(c, 1, 40);
+  const std::size_t bad_string = c.bytes().size();
+  c.string(1u << 30, "too far");
+  kernels(c, 41, 40);
+  c.raw(static_cast<std::uint16_t>(RecordType::kKernel), std::string(12, '\0'));
+  const TempLog string_first(c.bytes());
+  for (unsigned threads : {1u, 2u, 5u}) EXPECT_EQ(error_offset(string_first, threads), bad_string) << threads;
+
+  // A log cut inside its last record: every complete record, and the warning, from any number of parts.
+  LogBuilder d(1);
+  d.string(1, "_Z1kv");
+  kernels(d, 1, 60);
+  const std::size_t complete = d.bytes().size();
+  kernels(d, 61, 1);
+  const TempLog cut(d.bytes().substr(0, complete + 30));
+  for (unsigned threads : {1u, 4u}) {
+    const Timeline tl = read_in(cut, threads);
+    EXPECT_EQ(tl.kernels.size(), 60u) << threads;
+    ASSERT_TRUE(tl.metadata.count("warning.truncated")) << threads;
+    EXPECT_NE(tl.metadata.at("warning.truncated").find(std::to_string(complete)), std::string::npos);
+  }
 }
 
 // A string id is an index into the reader's table: one no log of its size can hold is corruption, not a

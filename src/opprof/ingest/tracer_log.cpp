@@ -1,4 +1,5 @@
 #include "opprof/ingest/tracer_log.hpp"
+#include "opprof/ingest/tracer_log_detail.hpp"
 
 #include <cxxabi.h>
 
@@ -8,8 +9,14 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -56,6 +63,31 @@ using namespace tracelog;
 
 using detail::MappedFile;
 
+// The vectors the bulk records are decoded into (kernels, copies, fills, API calls, NVTX events): resized
+// without zeroing, so that the thread decoding a part of the log is the first to touch its slots (the page
+// faults of a 1M-kernel log's read are a sixth of it) and no slot is written twice.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+template <class T>
+using Slots = std::vector<T, UninitializedAllocator<T>>;
+
+// Trivially constructible (no default member initialisers), so that resizing a Slots of them writes nothing.
 struct NvtxEvent {
   enum Kind : std::uint8_t { kPush, kPop, kStart, kEnd, kMark } kind;
   std::uint64_t ts;
@@ -64,14 +96,15 @@ struct NvtxEvent {
   std::uint32_t text_sid;
   std::uint32_t domain_sid;
   std::uint32_t category;
-  std::uint32_t payload = 0;  // NvtxPushRecord::payload
+  std::uint32_t payload;  // NvtxPushRecord::payload; 0 for the other kinds
 };
+static_assert(std::is_trivially_default_constructible_v<NvtxEvent>);
 
 // The events' indices, thread by thread (by thread id) and in time order within a thread: the order a stable
 // sort of the events by (thread, time) gives, found without moving them. The log holds each thread's events in
 // time order already (a thread's buffer is written in order), so this is a counting sort by thread and a check
 // per thread; a thread whose events are out of order is sorted stably.
-std::vector<std::uint32_t> thread_time_order(const std::vector<NvtxEvent>& events) {
+std::vector<std::uint32_t> thread_time_order(const Slots<NvtxEvent>& events) {
   // Threads are few and their events come in runs: a run's thread is looked up once.
   std::vector<std::pair<std::uint64_t, std::size_t>> threads;  // (thread, events), by thread
   auto thread_index = [&](std::uint64_t tid) {
@@ -121,12 +154,12 @@ struct WindowEvent {
 struct Parsed {
   FileHeader header{};
   std::vector<std::string_view> strings;  // by string id
-  std::vector<KernelRecord> kernels;
-  std::vector<MemcpyRecord> memcpys;
-  std::vector<MemsetRecord> memsets;
-  std::vector<ApiCallRecord> api_calls;
+  Slots<KernelRecord> kernels;
+  Slots<MemcpyRecord> memcpys;
+  Slots<MemsetRecord> memsets;
+  Slots<ApiCallRecord> api_calls;
   std::unordered_map<std::uint64_t, std::uint32_t> api_names;  // (domain << 32 | cbid) -> name sid
-  std::vector<NvtxEvent> nvtx;
+  Slots<NvtxEvent> nvtx;
   std::uint64_t marks = 0;
   std::vector<WindowEvent> windows;
   // Capture-time stacks by graph node id. Several records may name one node (its GRAPHNODE_CREATED, a
@@ -151,16 +184,10 @@ struct Parsed {
   TrailerRecord trailer{};
   std::uint64_t unknown_records = 0;
   std::int64_t max_ts = 0;
-  std::int64_t min_ts = std::numeric_limits<std::int64_t>::max();
   bool truncated = false;
   std::size_t truncated_at = 0;
 
-  void saw(std::uint64_t ts) {
-    if (ts == 0) return;
-    auto t = static_cast<std::int64_t>(ts);
-    max_ts = std::max(max_ts, t);
-    min_ts = std::min(min_ts, t);
-  }
+  void saw(std::uint64_t ts) { max_ts = std::max(max_ts, static_cast<std::int64_t>(ts)); }
 };
 
 InputPosition at_byte(std::size_t offset) {
@@ -170,8 +197,90 @@ InputPosition at_byte(std::size_t offset) {
   return p;
 }
 
-// Collects what the decoded records say; the decoder has checked every size.
-void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
+// The records decoded in parts on several threads, each kind into a vector of its own: all but a few records
+// of a log. The others are decoded in file order while the headers are walked (parse).
+enum BulkKind : int { kKernels, kMemcpys, kMemsets, kApiCalls, kNvtxEvents, kBulkKinds };
+
+int bulk_kind(std::uint16_t type) {
+  switch (static_cast<RecordType>(type)) {
+    case RecordType::kKernel: return kKernels;
+    case RecordType::kMemcpy: return kMemcpys;
+    case RecordType::kMemset: return kMemsets;
+    case RecordType::kApiCall: return kApiCalls;
+    case RecordType::kNvtxPush:
+    case RecordType::kNvtxPop:
+    case RecordType::kNvtxStart:
+    case RecordType::kNvtxEnd:
+    case RecordType::kNvtxMark: return kNvtxEvents;
+    default: return -1;
+  }
+}
+
+// The next slot of each bulk vector that one part of the log fills, and what the part saw.
+struct BulkSlots {
+  KernelRecord* kernel;
+  MemcpyRecord* memcpy;
+  MemsetRecord* memset;
+  ApiCallRecord* api_call;
+  NvtxEvent* nvtx;
+  std::uint64_t marks = 0;
+  std::int64_t max_ts = 0;
+
+  void saw(std::uint64_t ts) { max_ts = std::max(max_ts, static_cast<std::int64_t>(ts)); }
+};
+
+// Puts a bulk record into its slot; other records are left to collect_in_order.
+void put_bulk(BulkSlots& s, const RecordValue& record) {
+  std::visit(
+      Visitor{
+          [&](const KernelRecord& k) {
+            *s.kernel++ = k;
+            s.saw(k.start_ns);
+            s.saw(k.end_ns);
+          },
+          [&](const MemcpyRecord& m) {
+            *s.memcpy++ = m;
+            s.saw(m.end_ns);
+          },
+          [&](const MemsetRecord& m) {
+            *s.memset++ = m;
+            s.saw(m.end_ns);
+          },
+          [&](const ApiCallRecord& a) {
+            *s.api_call++ = a;
+            s.saw(a.start_ns);
+            s.saw(a.end_ns);
+          },
+          [&](const NvtxPushRecord& e) {
+            *s.nvtx++ = NvtxEvent{NvtxEvent::kPush, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, e.category, e.payload};
+            s.saw(e.ts_ns);
+          },
+          [&](const NvtxPopRecord& e) {
+            *s.nvtx++ = NvtxEvent{NvtxEvent::kPop, e.ts_ns, e.tid, 0, 0, e.domain_sid, 0, 0};
+            s.saw(e.ts_ns);
+          },
+          [&](const NvtxStartRecord& e) {
+            *s.nvtx++ = NvtxEvent{NvtxEvent::kStart, e.ts_ns, e.tid, e.range_id, e.text_sid, e.domain_sid, e.category, 0};
+            s.saw(e.ts_ns);
+          },
+          [&](const NvtxEndRecord& e) {
+            *s.nvtx++ = NvtxEvent{NvtxEvent::kEnd, e.ts_ns, e.tid, e.range_id, 0, 0, 0, 0};
+            s.saw(e.ts_ns);
+          },
+          [&](const NvtxMarkRecord& e) {
+            ++s.marks;
+            // Kept for the communication marks (communication_args.hpp), applied to the range open
+            // around them; other marks name no range.
+            *s.nvtx++ = NvtxEvent{NvtxEvent::kMark, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, 0, 0};
+          },
+          [](const auto&) {},
+      },
+      record);
+}
+
+// Collects what the records other than the bulk ones say, in file order: some depend on the order of others
+// (a node's stack, a string's text). The decoder has checked every size.
+void collect_in_order(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
   std::visit(
       Visitor{
           [&](const StringEntry& s) {
@@ -180,48 +289,7 @@ void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
                                                      decoder.max_string_id() + 1));
             p.strings[s.id] = s.text;
           },
-          [&](const KernelRecord& k) {
-            p.kernels.push_back(k);
-            p.saw(k.start_ns);
-            p.saw(k.end_ns);
-          },
-          [&](const MemcpyRecord& m) {
-            p.memcpys.push_back(m);
-            p.saw(m.end_ns);
-          },
-          [&](const MemsetRecord& m) {
-            p.memsets.push_back(m);
-            p.saw(m.end_ns);
-          },
-          [&](const ApiCallRecord& a) {
-            p.api_calls.push_back(a);
-            p.saw(a.start_ns);
-            p.saw(a.end_ns);
-          },
           [&](const ApiNameRecord& a) { p.api_names[(std::uint64_t{a.domain} << 32) | a.cbid] = a.name_sid; },
-          [&](const NvtxPushRecord& e) {
-            p.nvtx.push_back(
-                NvtxEvent{NvtxEvent::kPush, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, e.category, e.payload});
-            p.saw(e.ts_ns);
-          },
-          [&](const NvtxPopRecord& e) {
-            p.nvtx.push_back(NvtxEvent{NvtxEvent::kPop, e.ts_ns, e.tid, 0, 0, e.domain_sid, 0});
-            p.saw(e.ts_ns);
-          },
-          [&](const NvtxStartRecord& e) {
-            p.nvtx.push_back(NvtxEvent{NvtxEvent::kStart, e.ts_ns, e.tid, e.range_id, e.text_sid, e.domain_sid, e.category});
-            p.saw(e.ts_ns);
-          },
-          [&](const NvtxEndRecord& e) {
-            p.nvtx.push_back(NvtxEvent{NvtxEvent::kEnd, e.ts_ns, e.tid, e.range_id, 0, 0, 0});
-            p.saw(e.ts_ns);
-          },
-          [&](const NvtxMarkRecord& e) {
-            ++p.marks;
-            // Kept for the communication marks (communication_args.hpp), applied to the range open
-            // around them; other marks name no range.
-            p.nvtx.push_back(NvtxEvent{NvtxEvent::kMark, e.ts_ns, e.tid, 0, e.text_sid, e.domain_sid, 0});
-          },
           [&](const WindowStart& w) {
             p.windows.push_back(WindowEvent{w.fixed.ts_ns, w.fixed.tid, true});
             p.saw(w.fixed.ts_ns);
@@ -259,51 +327,121 @@ void collect(Parsed& p, const RecordDecoder& decoder, RecordValue& record) {
             p.has_trailer = true;
           },
           [&](const UnknownRecord&) { ++p.unknown_records; },  // a newer writer's record: skip it
+          [](const auto&) {},  // the bulk records: put_bulk
       },
       record);
 }
 
-// Records per type, from the record headers alone (stops at the first header that does not fit: the
-// decoder reports it). The vectors are reserved from these counts: grown by doubling, they cost a third
-// of a 1M-kernel log's read in page faults on memory that is copied once and freed.
-std::array<std::size_t, 32> count_record_types(std::string_view log, std::size_t pos) {
-  std::array<std::size_t, 32> counts{};
-  RecordHeader rh;
-  while (log.size() - pos >= sizeof rh) {
-    std::memcpy(&rh, log.data() + pos, sizeof rh);
-    if (rh.size > kMaxPayloadBytes || log.size() - pos - sizeof rh < rh.size) break;
-    ++counts[rh.type & 31u];
-    pos += sizeof rh + rh.size;
+// A run of whole records, and the slot its first record of each bulk kind takes.
+struct LogPart {
+  std::size_t begin;
+  std::size_t end;
+  std::array<std::size_t, kBulkKinds> first;
+};
+
+// Pages of the mapping are dropped every this many bytes decoded (MappedFile::drop_resident).
+constexpr std::size_t kDropBytes = std::size_t{64} << 20;
+
+// Decodes the bulk records of one part into their slots.
+void decode_part(const RecordDecoder& decoder, const MappedFile& file, const LogPart& part, Parsed& p,
+                 BulkSlots* slots) {
+  RecordDecoder d = decoder;
+  d.restrict_to(part.begin, part.end);
+  *slots = BulkSlots{p.kernels.data() + part.first[kKernels], p.memcpys.data() + part.first[kMemcpys],
+                     p.memsets.data() + part.first[kMemsets], p.api_calls.data() + part.first[kApiCalls],
+                     p.nvtx.data() + part.first[kNvtxEvents]};
+  Record r;
+  std::size_t dropped = part.begin;
+  while (d.next(&r)) {
+    if (bulk_kind(r.type) >= 0) put_bulk(*slots, r.value);
+    if (r.offset - dropped >= kDropBytes) dropped = file.drop_resident(dropped, r.offset);
   }
-  return counts;
+  file.drop_resident(dropped, part.end);
 }
 
-Parsed parse(const std::string& path, const MappedFile& file) {
+// Two passes. The first walks the record headers in file order: it counts the bulk records of each part
+// (parts of about equal bytes, at record boundaries) and decodes every other record. The bulk vectors are then
+// sized, and the parts decoded into them on as many threads, each into the slots the counts give it, so the
+// vectors hold the records in file order whatever the threads. The walk stops before the first record that
+// does not fit or does not decode; decoding from there afterwards says what is wrong (an error, or a log cut
+// inside a record), after any error in the parts before it: the first error in the file is the one reported.
+Parsed parse(const std::string& path, const MappedFile& file, const detail::TracerLogReadOptions& options) {
   Parsed p;
   try {
-    RecordDecoder decoder(std::string_view(file.data(), file.size()));
+    const std::string_view log(file.data(), file.size());
+    RecordDecoder decoder(log);
     p.header = decoder.header();
-    const auto counts = count_record_types(std::string_view(file.data(), file.size()), decoder.header().header_bytes);
-    file.drop_resident(0, file.size());
-    auto count = [&](RecordType t) { return counts[static_cast<std::size_t>(t) & 31u]; };
-    p.kernels.reserve(count(RecordType::kKernel));
-    p.memcpys.reserve(count(RecordType::kMemcpy));
-    p.memsets.reserve(count(RecordType::kMemset));
-    p.api_calls.reserve(count(RecordType::kApiCall));
-    p.nvtx.reserve(count(RecordType::kNvtxPush) + count(RecordType::kNvtxPop) + count(RecordType::kNvtxStart) +
-                   count(RecordType::kNvtxEnd) + count(RecordType::kNvtxMark));
-    Record r;
-    constexpr std::size_t kDropBytes = std::size_t{64} << 20;
+
+    const unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    std::size_t pos = decoder.header().header_bytes;
+    const std::size_t part_bytes = std::max<std::size_t>({options.min_part_bytes, 1, (log.size() - pos) / threads + 1});
+    std::vector<LogPart> parts;
+    std::array<std::size_t, kBulkKinds> counts{};
+    LogPart part{pos, pos, counts};
     std::size_t dropped = 0;
-    while (decoder.next(&r)) {
-      collect(p, decoder, r.value);
-      if (r.offset - dropped >= kDropBytes) {
-        file.drop_resident(dropped, r.offset);
-        dropped = r.offset;
+    RecordHeader rh;
+    Record r;
+    while (log.size() - pos >= sizeof rh) {
+      std::memcpy(&rh, log.data() + pos, sizeof rh);
+      if (rh.size > kMaxPayloadBytes || log.size() - pos - sizeof rh < rh.size) break;
+      const std::size_t next = pos + sizeof rh + rh.size;
+      if (const int kind = bulk_kind(rh.type); kind >= 0) {
+        ++counts[static_cast<std::size_t>(kind)];
+      } else {
+        RecordDecoder one = decoder;
+        one.restrict_to(pos, next);
+        try {
+          one.next(&r);
+        } catch (const FormatError&) {
+          break;  // decoded again from here below, after the parts before it
+        }
+        collect_in_order(p, one, r.value);
       }
+      pos = next;
+      if (pos - part.begin >= part_bytes) {
+        part.end = pos;
+        parts.push_back(part);
+        part = LogPart{pos, pos, counts};
+      }
+      if (pos - dropped >= kDropBytes) dropped = file.drop_resident(dropped, pos);
     }
-    p.truncated = decoder.truncated();
-    p.truncated_at = decoder.truncated_at();
+    part.end = pos;
+    if (part.end > part.begin) parts.push_back(part);
+    const std::size_t walked = pos;
+
+    p.kernels.resize(counts[kKernels]);
+    p.memcpys.resize(counts[kMemcpys]);
+    p.memsets.resize(counts[kMemsets]);
+    p.api_calls.resize(counts[kApiCalls]);
+    p.nvtx.resize(counts[kNvtxEvents]);
+    std::vector<BulkSlots> slots(parts.size());
+    std::vector<std::exception_ptr> errors(parts.size());
+    auto decode = [&](std::size_t i) {
+      try {
+        decode_part(decoder, file, parts[i], p, &slots[i]);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    };
+    {
+      std::vector<std::thread> helpers;
+      for (std::size_t i = 1; i < parts.size(); ++i) helpers.emplace_back(decode, i);
+      if (!parts.empty()) decode(0);
+      for (std::thread& t : helpers) t.join();
+    }
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);  // the parts are in file order: the first is the earliest
+    for (const BulkSlots& s : slots) {
+      p.marks += s.marks;
+      p.max_ts = std::max(p.max_ts, s.max_ts);
+    }
+
+    RecordDecoder tail = decoder;
+    tail.restrict_to(walked, log.size());
+    if (tail.next(&r))  // the walk stops only where the decoder throws or stops
+      throw std::logic_error(fmt::format("tracer log: the walk over the records stopped before the record at byte {}", r.offset));
+    p.truncated = tail.truncated();
+    p.truncated_at = tail.truncated_at();
   } catch (const FormatError& e) {
     throw InputError(path, e.what(), at_byte(e.offset()));
   }
@@ -822,11 +960,13 @@ class Builder {
 
 }  // namespace
 
-Timeline read_tracer_log(const std::string& path) {
+Timeline detail::read_tracer_log(const std::string& path, const TracerLogReadOptions& options) {
   MappedFile file(path);
-  Parsed parsed = parse(path, file);
+  Parsed parsed = parse(path, file, options);
   // The string views point into the mapping, which lives until the timeline has interned them.
   return Builder(parsed).build();
 }
+
+Timeline read_tracer_log(const std::string& path) { return detail::read_tracer_log(path, {}); }
 
 }  // namespace opprof
