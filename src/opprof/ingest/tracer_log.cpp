@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -425,8 +426,14 @@ Parsed parse(const std::string& path, const MappedFile& file, const detail::Trac
     };
     {
       std::vector<std::thread> helpers;
-      for (std::size_t i = 1; i < parts.size(); ++i) helpers.emplace_back(decode, i);
+      std::size_t started = 1;
+      try {
+        for (; started < parts.size(); ++started) helpers.emplace_back(decode, started);
+      } catch (const std::system_error&) {
+        // No thread to be had: this one decodes the parts no helper took.
+      }
       if (!parts.empty()) decode(0);
+      for (std::size_t i = started; i < parts.size(); ++i) decode(i);
       for (std::thread& t : helpers) t.join();
     }
     for (const std::exception_ptr& e : errors)
