@@ -66,7 +66,7 @@ using detail::MappedFile;
 
 // The vectors the bulk records are decoded into (kernels, copies, fills, API calls, NVTX events): resized
 // without zeroing, so that the thread decoding a part of the log is the first to touch its slots (the page
-// faults of a 1M-kernel log's read are a sixth of it) and no slot is written twice.
+// faults land on the threads, not all on the one that sizes the vectors) and no slot is written twice.
 template <class T>
 struct UninitializedAllocator : std::allocator<T> {
   template <class U>
