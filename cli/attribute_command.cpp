@@ -1,5 +1,4 @@
 // `opprof attribute`: captured artifacts -> attributed, counter-annotated profile database.
-#include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -34,18 +33,13 @@ Command add_attribute_command(CLI::App& app) {
   cmd->add_flag("--strict-launch-config", r.matching.strict_launch_config,
                 "Leave an ncu row unmatched when its kernel's grid or block differ from the timeline's (another "
                 "launch configuration of the same kernel) instead of matching it with a warning");
-  cmd->add_option("--dedup", r.dedup.mode,
-                  "The ncu CSV holds a dedup plan's replay set (`opprof profile --dedup`; docs/dedup.md): off, layers "
-                  "or kernels")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, DedupMode>{
-          {"off", DedupMode::kOff}, {"layers", DedupMode::kLayers}, {"kernels", DedupMode::kKernels}}));
-  cmd->add_option("--dedup-selection", r.dedup.selection,
-                  "How pass B selected it (the capture's meta dedup.selection): per_launch_config_mangled, "
-                  "nvtx_modules or per_launch_config")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, DedupSelection>{
-          {"nvtx_modules", DedupSelection::kNvtxModules},
-          {"per_launch_config", DedupSelection::kPerLaunchConfig},
-          {"per_launch_config_mangled", DedupSelection::kPerLaunchConfigMangled}}));
+  add_enum_option(cmd, "--dedup", r.dedup.mode, kDedupModeNames,
+                  {DedupMode::kOff, DedupMode::kLayers, DedupMode::kKernels},
+                  "The ncu CSV holds a dedup plan's replay set (`opprof profile --dedup`; docs/dedup.md)");
+  add_enum_option(cmd, "--dedup-selection", r.dedup.selection, kDedupSelectionNames,
+                  {DedupSelection::kPerLaunchConfigMangled, DedupSelection::kNvtxModules,
+                   DedupSelection::kPerLaunchConfig},
+                  "How pass B selected it (the capture's meta dedup.selection)");
   cmd->add_option("--dedup-verify", r.dedup.verify, "Duplicates per class pass B replayed in full to verify");
   cmd->add_option("--structure", r.dedup.structure, "--dedup layers: pass A's opprof_structure.json");
   cmd->add_option("--counters-ranks", *counters_ranks,

@@ -3,9 +3,14 @@
 // run it once CLI11 has parsed the arguments.
 #include <CLI/CLI.hpp>
 
+#include <array>
+#include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "opprof/util/enum_names.hpp"
 
 namespace opprof::cli {
 
@@ -25,6 +30,22 @@ struct CommandOptions {
   bool quiet = false;  // --quiet: no progress on stderr
   bool json = false;   // --json: the machine-readable output
 };
+
+// An option whose value is a name from an enum's name table (util/enum_names.hpp), one of those the command
+// accepts: the table stays the one spelling, and the help lists the names (CLI11's transformer of an enum
+// map prints the enum's values, which for a uint8_t enum are control characters).
+template <typename Enum, std::size_t N>
+CLI::Option* add_enum_option(CLI::App* app, const std::string& flags, Enum& target,
+                             const std::array<const char*, N>& names, std::initializer_list<Enum> accepted,
+                             const std::string& help) {
+  std::vector<std::string> words;
+  for (Enum e : accepted) words.emplace_back(enum_name(names, e));
+  return app
+      ->add_option_function<std::string>(
+          flags, [&target, &names](const std::string& word) { target = *enum_from_name<Enum>(names, word); }, help)
+      ->check(CLI::IsMember(words))
+      ->default_str(enum_name(names, target));
+}
 
 Command add_attribute_command(CLI::App& app);
 Command add_report_command(CLI::App& app);

@@ -488,6 +488,25 @@ TEST_F(Cli, StrictLaunchConfigIsAFlagOfAttribute) {
   EXPECT_NE(j.output.find("\"by_phase\""), std::string::npos) << j.output;
 }
 
+// --dedup and --dedup-selection take the names of the enums' name tables and reach the library as those modes;
+// the help lists the names (CLI11's enum transformer printed control characters there).
+TEST_F(Cli, DedupOptionsOfAttributeTakeTheirNames) {
+  const std::string dir = fixture("dedup/gpt2_eager/nvtx");
+  std::string db = path("p.db");
+  Result r = run("attribute -q --trace " + dir + "/trace.opprof --ncu " + dir + "/ncu.csv.gz --dedup layers " +
+                 "--dedup-selection nvtx_modules --structure " + dir + "/opprof_structure.json -o " + db);
+  ASSERT_EQ(r.status, 0) << r.output;
+  Result j = run("report --json " + db);
+  EXPECT_NE(j.output.find("\"mode\": \"layers\""), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("\"selection\": \"nvtx_modules\""), std::string::npos) << j.output;
+  Result bad = run("attribute -q --trace " + dir + "/trace.opprof --dedup ranks -o " + db);
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("not in {off,layers,kernels}"), std::string::npos) << bad.output;
+  Result help = run("attribute --help");
+  EXPECT_NE(help.output.find("{per_launch_config_mangled,nvtx_modules,per_launch_config}"), std::string::npos)
+      << help.output;
+}
+
 TEST_F(Cli, ATimelineAndAnNcuCsvOfTwoRunsReportAnotherLaunchConfiguration) {
   // tests/fixtures/field: Inductor autotuned 14 Triton kernels of GPT-2 differently in ncu's run.
   const std::string dir = fixture("field/gpt2_default");
