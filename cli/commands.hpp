@@ -31,19 +31,25 @@ struct CommandOptions {
   bool json = false;   // --json: the machine-readable output
 };
 
-// An option whose value is a name from an enum's name table (util/enum_names.hpp), one of those the command
-// accepts: the table stays the one spelling, and the help lists the names (CLI11's transformer of an enum
-// map prints the enum's values, which for a uint8_t enum are control characters).
+// The names (from an enum's name table, util/enum_names.hpp) of the values a command accepts, for CLI::IsMember:
+// the table stays the one spelling.
+template <typename Enum, std::size_t N>
+std::vector<std::string> enum_words(const std::array<const char*, N>& names, std::initializer_list<Enum> accepted) {
+  std::vector<std::string> words;
+  for (Enum e : accepted) words.emplace_back(enum_name(names, e));
+  return words;
+}
+
+// An option whose value is one of those names, stored as the enum. The help lists the names (CLI11's
+// transformer of an enum map prints the enum's values, which for a uint8_t enum are control characters).
 template <typename Enum, std::size_t N>
 CLI::Option* add_enum_option(CLI::App* app, const std::string& flags, Enum& target,
                              const std::array<const char*, N>& names, std::initializer_list<Enum> accepted,
                              const std::string& help) {
-  std::vector<std::string> words;
-  for (Enum e : accepted) words.emplace_back(enum_name(names, e));
   return app
       ->add_option_function<std::string>(
           flags, [&target, &names](const std::string& word) { target = *enum_from_name<Enum>(names, word); }, help)
-      ->check(CLI::IsMember(words))
+      ->check(CLI::IsMember(enum_words(names, accepted)))
       ->default_str(enum_name(names, target));
 }
 

@@ -56,7 +56,7 @@ Command add_profile_command(CLI::App& app) {
                   "Replay less in pass B (docs/dedup.md): layers (one instance per structural class of module\n"
                   "instances, counters propagated to the others), kernels (the first launch of each launch\n"
                   "configuration), or off")
-      ->check(CLI::IsMember({"off", "layers", "kernels"}))
+      ->check(CLI::IsMember(enum_words(kDedupModeNames, {DedupMode::kOff, DedupMode::kLayers, DedupMode::kKernels})))
       ->capture_default_str();
   cmd->add_option("--dedup-selection", o.dedup_selection,
                   "How pass B replays only the plan's kernels (docs/dedup.md): per_launch_config_mangled (ncu's\n"
@@ -65,7 +65,12 @@ Command add_profile_command(CLI::App& app) {
                   "layers; eager inference only), per_launch_config (the filter keyed by the function name, as ncu\n"
                   "does by default: fewer kernels, template instantiations share counters), or auto:\n"
                   "per_launch_config_mangled")
-      ->check(CLI::IsMember({"auto", "per_launch_config_mangled", "nvtx_modules", "per_launch_config"}))
+      ->check(CLI::IsMember([] {
+        auto words = enum_words(kDedupSelectionNames, {DedupSelection::kPerLaunchConfigMangled,
+                                                       DedupSelection::kNvtxModules, DedupSelection::kPerLaunchConfig});
+        words.insert(words.begin(), "auto");
+        return words;
+      }()))
       ->capture_default_str();
   cmd->add_option("--dedup-verify", o.dedup_verify,
                   "Also replay K duplicates per class in full and report how far their counters are from the\n"
