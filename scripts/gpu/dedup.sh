@@ -69,6 +69,22 @@ compare() {  # compare NAME FULL DEDUP: when both profiles exist
 
 GPT2="$REPO/examples/gpt2.py"
 TRAIN=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model gpt2 --steps 1)
+# Models dedup was not developed on: BERT-base training, compiled GPT-2 training (programs) and timm's
+# ViT-small compiled (a workload module written here, batch 8, inference).
+BERT_TRAIN=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model bert --steps 1)
+GPT2_TRAIN_COMPILED=(-- "$PYTHON" "$REPO/examples/train_lm.py" --model gpt2 --compile --steps 2)
+VIT="$W/vit_small.py"
+cat >"$VIT" <<'PY'
+import torch
+
+
+def get_model_and_input(device=None):
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("vit_small_patch16_224", pretrained=False).to(device or "cuda").eval()
+    return model, {"x": torch.randn(8, 3, 224, 224, device=device or "cuda")}
+PY
 # RUNS picks the runs and their order (one GPU call may not hold them all): each NAME below; a pair's
 # comparison is written once both of its profiles exist.
 RUNS=${RUNS:-"eager_layers eager_off eager_verify compiled_layers compiled_off train_layers train_off"}
@@ -81,6 +97,13 @@ for name in $RUNS; do
     eager_nvtx) run eager_nvtx 50 "$GPT2" --compile eager --warmup 1 --dedup layers --dedup-selection nvtx_modules ;;
     compiled_layers) run compiled_layers 80 "$GPT2" --compile inductor --warmup 1 --dedup layers ;;
     compiled_off) run compiled_off 150 "$GPT2" --compile inductor --warmup 1 --dedup off ;;
+    compiled_layers_i2) run compiled_layers_i2 80 "$GPT2" --compile inductor --warmup 1 --iters 2 --dedup layers ;;
+    compiled_off_i2) run compiled_off_i2 200 "$GPT2" --compile inductor --warmup 1 --iters 2 --dedup off ;;
+    vit_compiled_layers) run vit_compiled_layers 80 "$VIT" --compile inductor --warmup 1 --dedup layers ;;
+    vit_compiled_off) run vit_compiled_off 120 "$VIT" --compile inductor --warmup 1 --dedup off ;;
+    bert_train_layers) run bert_train_layers 120 --dedup layers "${BERT_TRAIN[@]}" ;;
+    bert_train_off) run bert_train_off 450 --dedup off "${BERT_TRAIN[@]}" ;;
+    gpt2_train_compiled_layers) run gpt2_train_compiled_layers 150 --dedup layers "${GPT2_TRAIN_COMPILED[@]}" ;;
     train_layers) run train_layers 75 --dedup layers "${TRAIN[@]}" ;;
     train_off) run train_off 300 --dedup off "${TRAIN[@]}" ;;
     *) say "unknown run $name" ;;
@@ -92,6 +115,9 @@ compare "GPT-2 small eager, --dedup-selection nvtx_modules (module hooks + NVTX 
 compare "GPT-2 small eager, --dedup-selection per_launch_config" eager_off eager_plc
 compare "GPT-2 small compiled (Inductor default), inference" compiled_off compiled_layers
 compare "GPT-2 small training step (AdamW), eager" train_off train_layers
+compare "GPT-2 small compiled, two iterations in the window" compiled_off_i2 compiled_layers_i2
+compare "timm vit_small_patch16_224 compiled, inference" vit_compiled_off vit_compiled_layers
+compare "BERT-base training step (AdamW), eager" bert_train_off bert_train_layers
 for name in $RUNS; do
   [[ -f "$W/$name/report.json" ]] && "$PYTHON" -c "
 import json,sys; r=json.load(open('$W/$name/report.json')); d=r['dedup']; m=r['metadata']
