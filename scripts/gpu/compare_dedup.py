@@ -26,6 +26,9 @@ PCT_FLOOR = 0.5  # percentage points: an idle pipe's 0.1 % vs 0.2 % is no differ
 # DRAM bytes are compared as read + write (operators.dram_bytes): the write side alone is a few KB where the
 # outputs stay in the 50 MB L2, and varies by more than itself between replays of one kernel.
 BYTES_FLOOR = 1e6
+# A read + write difference over 5 % names both parts, so that a change in the reads (what the kernel did)
+# can be told from one in the writes (what left L2 during it).
+DRAM_PARTS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 
 
 def meta(db: sqlite3.Connection) -> dict[str, str]:
@@ -40,6 +43,8 @@ def operator_metrics(db: sqlite3.Connection) -> dict[str, dict[str, float]]:
     for key, metric, value, share in rows:
         if metric in KEY_METRICS and value is not None:
             out.setdefault(key, {"_share": share})[metric] = value
+        elif metric in DRAM_PARTS and value is not None:  # shown beside a read + write difference, not compared
+            out.setdefault(key, {"_share": share})["_" + metric] = value
     for key, share, dram_bytes in db.execute("SELECT key, time_share, dram_bytes FROM operators"):
         if dram_bytes is not None:
             out.setdefault(key, {"_share": share})["dram_bytes (read + write)"] = dram_bytes
@@ -83,7 +88,7 @@ def main() -> int:
     for op, metrics in sorted(of.items(), key=lambda kv: -kv[1]["_share"]):
         other = od.get(op, {})
         for metric, a in metrics.items():
-            if metric == "_share" or metric not in other:
+            if metric.startswith("_") or metric not in other:
                 continue
             b = other[metric]
             floor = PCT_FLOOR if "pct" in metric else BYTES_FLOOR
@@ -94,9 +99,15 @@ def main() -> int:
             if metrics["_share"] >= 0.05 and rel > worst_main:
                 worst_main, where_main = rel, f"{op} {metric}: {a:.4g} vs {b:.4g}"
             if rel > 0.05:
+                parts = ""
+                if metric.startswith("dram_bytes"):
+                    parts = "".join(
+                        f"; {name.split('.')[0].removeprefix('dram__bytes_')} "
+                        f"{metrics.get('_' + name, float('nan')):.4g} vs {other.get('_' + name, float('nan')):.4g}"
+                        for name in DRAM_PARTS)
                 lines.append(f"    over 5 %: {op} ({100 * metrics['_share']:.1f} % of time) {metric}: "
                              f"{a:.4g} without, {b:.4g} with ({100 * rel:.1f} %; "
-                             f"{100 * propagated.get(op, 0.0):.0f} % of its time propagated)")
+                             f"{100 * propagated.get(op, 0.0):.0f} % of its time propagated{parts})")
     print(f"  per-operator key metrics: {compared} values over {len(of)} operators; largest difference "
           f"{100 * worst:.2f} % ({where}); over the operators with >= 5 % of the time {100 * worst_main:.2f} % "
           f"({where_main})")
