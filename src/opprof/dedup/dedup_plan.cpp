@@ -20,6 +20,7 @@ DedupPlan empty_plan(const Timeline& tl, DedupMode mode) {
   p.replayed.assign(n, 0);
   p.counters_from.assign(n, kNoIndex);
   p.verify_against.assign(n, kNoIndex);
+  p.other_work.assign(n, 0);
   for (std::size_t k = 0; k < n; ++k) {
     const bool kernel = tl.kernels.kind[k] == ActivityKind::kKernel;
     p.replayed[k] = kernel ? 1 : 0;
@@ -59,10 +60,11 @@ std::vector<std::size_t> spread(std::size_t n, int k) {
 }
 
 void finish_counts(DedupPlan& p) {
-  p.kernels_replayed = p.kernels_propagated = 0;
+  p.kernels_replayed = p.kernels_propagated = p.kernels_other_work = 0;
   for (std::size_t k = 0; k < p.replayed.size(); ++k) {
     p.kernels_replayed += p.replayed[k];
     p.kernels_propagated += p.counters_from[k] != kNoIndex;
+    p.kernels_other_work += p.other_work[k] != 0;
   }
   p.instances = p.instances_in_full = 0;
   for (const DedupClass& c : p.classes) {
@@ -90,6 +92,13 @@ std::string join_ranks(const std::vector<std::int64_t>& ranks) {
 }
 
 }  // namespace
+
+std::string other_work_note(const DedupPlan& p) {
+  return fmt::format("{} kernels take the counters of a launch of their configuration that did other work (pass A "
+                     "durations), not of their own work: pass B's --launch-count {} reached no launch of their work "
+                     "variant (the dedup instances' reasons say which)",
+                     p.kernels_other_work, p.launch_count);
+}
 
 std::string kernel_identity_text(const Timeline& tl, std::uint32_t k) {
   const Dim3 g = tl.kernels.grid[k], b = tl.kernels.block[k];
@@ -196,36 +205,128 @@ DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attributi
   return p;
 }
 
-DedupPlan plan_kernel_dedup(const Timeline& tl, int verify, DedupSelection key) {
+DedupPlan plan_kernel_dedup(const Timeline& tl, int verify, DedupSelection key, int launch_count) {
   if (!by_launch_config(key))
     throw InputError("--dedup-selection", fmt::format("{} does not select by launch configuration", to_string(key)));
   DedupPlan p = empty_plan(tl, DedupMode::kKernels);
   p.selection = key;
-  p.verify = verify;
-  std::unordered_map<std::string, std::size_t> class_of;
+  p.verify = verify = std::max(verify, 0);
+
+  // Each configuration's launches in launch order, with their work variants (pass A durations).
+  struct Config {
+    std::string signature;
+    std::vector<std::uint32_t> launches;
+    std::vector<std::size_t> variant;         // per launch
+    std::vector<std::int64_t> variant_ns;     // per variant: its first launch's duration
+    std::vector<std::int64_t> variant_total;  // per variant: the time of all its launches
+    std::vector<std::size_t> variant_first;   // per variant: the index of its first launch
+  };
+  std::vector<Config> configs;
+  std::unordered_map<std::string, std::size_t> config_of;
+  std::int64_t window_ns = 0;
   for (const std::vector<std::uint32_t>& process : kernels_in_launch_order(tl)) {
     for (std::uint32_t k : process) {
       std::string sig = launch_signature(tl, k, key);
-      auto [it, inserted] = class_of.try_emplace(sig, p.classes.size());
-      if (inserted) p.classes.push_back({sig, kernel_match_name(tl.str(tl.kernels.name[k])), {}});
-      DedupClass& c = p.classes[it->second];
-      DedupInstance inst{fmt::format("launch {}", c.instances.size() + 1), {k}, c.instances.empty(), false, false, {}};
-      if (inst.representative) {
-        inst.replayed_in_full = true;
-      } else if (c.instances.size() <= static_cast<std::size_t>(std::max(verify, 0))) {
-        // ncu's per-launch-config filter with --launch-count K+1 replays the first K+1 launches of each
-        // configuration: the verify duplicates are the first K after the representative.
-        inst.verify = inst.replayed_in_full = true;
-        p.verify_against[k] = c.instances[0].kernels[0];
-      } else {
-        p.replayed[k] = 0;
-        p.counters_from[k] = c.instances[0].kernels[0];
+      auto [it, inserted] = config_of.try_emplace(sig, configs.size());
+      if (inserted) configs.push_back({std::move(sig), {}, {}, {}, {}, {}});
+      Config& c = configs[it->second];
+      const std::int64_t d = std::max<std::int64_t>(tl.kernels.duration_ns(k), 0);
+      window_ns += d;
+      std::size_t v = 0;
+      while (v < c.variant_ns.size()) {
+        const std::int64_t ref = c.variant_ns[v], diff = d > ref ? d - ref : ref - d;
+        if (diff <= kVariantMinDiffNs || static_cast<double>(diff) <= kVariantTolerance * static_cast<double>(ref))
+          break;
+        ++v;
       }
-      c.instances.push_back(std::move(inst));
+      if (v == c.variant_ns.size()) {
+        c.variant_ns.push_back(d);
+        c.variant_total.push_back(0);
+        c.variant_first.push_back(c.launches.size());
+      }
+      c.variant_total[v] += d;
+      c.variant.push_back(v);
+      c.launches.push_back(k);
     }
   }
-  std::erase_if(p.classes, [](const DedupClass& c) { return c.instances.size() < 2; });
+
+  // ncu replays the first launch_count launches of every configuration: enough for the verify duplicates
+  // and for the first launch of each variant of real weight.
+  int needed = 1 + verify;
+  for (const Config& c : configs)
+    for (std::size_t v = 1; v < c.variant_ns.size(); ++v) {
+      if (static_cast<double>(c.variant_total[v]) < kVariantMinTimeShare * static_cast<double>(window_ns)) continue;
+      if (c.variant_first[v] < static_cast<std::size_t>(kMaxLaunchCount))
+        needed = std::max(needed, static_cast<int>(c.variant_first[v]) + 1);
+    }
+  p.launch_count = launch_count > 0 ? launch_count : needed;
+  const std::size_t replayed_per_config = static_cast<std::size_t>(p.launch_count);
+
+  std::size_t multi_variant = 0;
+  for (const Config& c : configs) {
+    multi_variant += c.variant_ns.size() > 1;
+    // The class of each variant (one per configuration where it has one variant), and its first replayed
+    // launch: the source of the variant's other launches.
+    std::vector<std::size_t> class_of_variant(c.variant_ns.size());
+    std::vector<std::uint32_t> source(c.variant_ns.size(), kNoIndex);
+    for (std::size_t v = 0; v < c.variant_ns.size(); ++v) {
+      class_of_variant[v] = p.classes.size();
+      const std::string sig =
+          c.variant_ns.size() == 1
+              ? c.signature
+              : fmt::format("{} work variant {} (pass A {:.1f} us)", c.signature, v + 1,
+                            static_cast<double>(c.variant_ns[v]) / 1e3);
+      p.classes.push_back({sig, kernel_match_name(tl.str(tl.kernels.name[c.launches[0]])), {}});
+    }
+    for (std::size_t i = 0; i < c.launches.size() && i < replayed_per_config; ++i)
+      if (source[c.variant[i]] == kNoIndex) source[c.variant[i]] = c.launches[i];
+    for (std::size_t i = 0; i < c.launches.size(); ++i) {
+      const std::uint32_t k = c.launches[i];
+      const std::size_t v = c.variant[i];
+      DedupClass& cls = p.classes[class_of_variant[v]];
+      DedupInstance inst{fmt::format("launch {}", i + 1), {k}, cls.instances.empty() && i < replayed_per_config,
+                         false, false, {}};
+      if (i < replayed_per_config) {
+        // Replayed in full: the variant's first launch, or a later one of the first launch_count. ncu's
+        // per-launch-config filter with --launch-count K+1 replays the first K+1 launches of each
+        // configuration: the verify duplicates are the first K after the representative.
+        inst.replayed_in_full = true;
+        if (!inst.representative && i <= static_cast<std::size_t>(verify)) {
+          inst.verify = true;
+          p.verify_against[k] = source[v];
+        }
+      } else {
+        p.replayed[k] = 0;
+        std::size_t from = v;
+        if (source[v] == kNoIndex) {
+          // A variant without a replayed launch: the replayed launch nearest in duration, counted.
+          std::int64_t best = -1;
+          for (std::size_t u = 0; u < c.variant_ns.size(); ++u) {
+            if (source[u] == kNoIndex) continue;
+            const std::int64_t diff = std::abs(c.variant_ns[u] - c.variant_ns[v]);
+            if (best < 0 || diff < best) best = diff, from = u;
+          }
+          p.other_work[k] = 1;
+          inst.reason = fmt::format("takes the counters of {} of its configuration, whose pass A duration ({:.1f} "
+                                    "us against {:.1f}) says it did other work",
+                                    kernel_identity_text(tl, source[from]), static_cast<double>(c.variant_ns[from]) / 1e3,
+                                    static_cast<double>(c.variant_ns[v]) / 1e3);
+        }
+        p.counters_from[k] = source[from];
+      }
+      cls.instances.push_back(std::move(inst));
+    }
+  }
+  // A class of one launch deduplicates nothing, unless that launch borrowed another variant's counters.
+  std::erase_if(p.classes, [](const DedupClass& c) { return c.instances.size() < 2 && c.instances[0].reason.empty(); });
   finish_counts(p);
+  if (multi_variant > 0)
+    p.notes.push_back(fmt::format(
+        "{} launch configurations launch other work under one configuration (pass A durations differ by more than "
+        "{:.0f} %): ncu --launch-count {} replays a launch of each such work variant with at least {:.1f} % of the "
+        "kernel time",
+        multi_variant, 100 * kVariantTolerance, p.launch_count, 100 * kVariantMinTimeShare));
+  if (p.kernels_other_work > 0) p.notes.push_back(other_work_note(p));
   return p;
 }
 
@@ -235,7 +336,9 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
     case DedupMode::kOff: p = plan_without_dedup(tl); break;
     case DedupMode::kRanks:
       throw InputError("--dedup", "ranks is the dedup of a multi-process job: attribute the job (--job, --counters-ranks)");
-    case DedupMode::kKernels: p = plan_kernel_dedup(tl, request.verify, kernel_key(request.selection)); break;
+    case DedupMode::kKernels:
+      p = plan_kernel_dedup(tl, request.verify, kernel_key(request.selection), request.launch_count);
+      break;
     case DedupMode::kLayers: {
       const ModelStructure structure = read_structure_file(request.structure);
       if (request.selection == DedupSelection::kNvtxModules) {
@@ -245,26 +348,35 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
       // ncu decides what is replayed (the first launches of each configuration); the classes decide where a
       // duplicate's counters come from.
       DedupPlan layers = plan_layer_dedup(tl, attribution, structure, 0);
-      p = plan_kernel_dedup(tl, request.verify, request.selection);
+      p = plan_kernel_dedup(tl, request.verify, request.selection, request.launch_count);
       p.mode = DedupMode::kLayers;
       for (std::size_t k = 0; k < p.counters_from.size(); ++k) {
         const std::uint32_t r = layers.counters_from[k];
-        if (p.counters_from[k] != kNoIndex && r != kNoIndex && p.replayed[r]) p.counters_from[k] = r;
+        if (p.counters_from[k] != kNoIndex && r != kNoIndex && p.replayed[r]) {
+          p.counters_from[k] = r;  // the representative's kernel at the same position: the same work
+          p.other_work[k] = 0;
+        }
       }
       for (DedupClass& c : layers.classes)
         for (DedupInstance& i : c.instances) {
           if (i.representative || i.reason.empty()) continue;
           i.replayed_in_full = false;
-          i.reason += "; its kernels take the counters of the first launch of their launch configuration";
+          i.reason += "; its kernels take the counters of the replayed launches of their launch configuration";
         }
       p.classes = std::move(layers.classes);
+      std::vector<std::string> kernel_notes = std::move(p.notes);
       p.notes = std::move(layers.notes);
-      p.notes.push_back(fmt::format("pass B replays the first launch of each launch configuration (ncu --filter-mode "
+      p.notes.push_back(fmt::format("pass B replays the first {} of each launch configuration (ncu --filter-mode "
                                     "per-launch-config, keyed by the {} name)",
+                                    p.launch_count == 1 ? "launch" : fmt::format("{} launches", p.launch_count),
                                     request.selection == DedupSelection::kPerLaunchConfigMangled
                                         ? "mangled"
                                         : "function"));
       finish_counts(p);
+      // The kernel plan's notes but its count of other work, which the positions above lowered.
+      for (std::string& n : kernel_notes)
+        if (n.find("did other work") == std::string::npos) p.notes.push_back(std::move(n));
+      if (p.kernels_other_work > 0) p.notes.push_back(other_work_note(p));
       break;
     }
   }

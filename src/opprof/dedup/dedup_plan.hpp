@@ -7,9 +7,14 @@
 //            equals the representative's takes its counters position by position; one that differs is
 //            replayed in full and reported. Replayed: the representatives' kernels and every kernel
 //            outside classes of more than one instance.
-//   kernels  kernel-signature dedup across the window: the first launch of each signature (name, grid,
+//   kernels  kernel-signature dedup across the window: the first launches of each signature (name, grid,
 //            block, shared memory per block: the launch configuration ncu's per-launch-config filter
-//            groups by) is replayed, every later launch of it takes its counters.
+//            groups by) are replayed, every later launch of it takes the counters of the first replayed
+//            launch that did the same work. One configuration can do different work: a GEMM of the same
+//            output tiles over a 4x longer reduction (BERT's backward, H100: 46 vs 171 us, 4x the DRAM
+//            reads). Pass A's durations tell these work variants apart (kVariantTolerance), and ncu's
+//            --launch-count (per configuration) is raised until each variant of real weight has a replayed
+//            launch; a lighter variant left out takes another variant's counters and is counted.
 // verify K also replays K duplicates in full per class (per signature), to measure how far propagated
 // counters are from measured ones (dedup_verify.hpp).
 #include <cstdint>
@@ -53,7 +58,20 @@ struct DedupRequest {
   DedupSelection selection = DedupSelection::kPerLaunchConfigMangled;  // opprof profile's default
   int verify = 0;         // --dedup-verify K
   std::string structure;  // layers: pass A's opprof_structure.json
+  // Per-launch-config selections: the --launch-count pass B ran with; 0: the plan's own choice (the same on
+  // the same timeline; attribute_capture falls back to 1 + verify, what earlier versions ran, where the ncu
+  // rows say so).
+  int launch_count = 0;
 };
+
+// Two launches of one configuration did different work when their pass A durations differ by more than
+// this fraction of the first and by more than kVariantMinDiffNs (short kernels' launch-to-launch spread).
+inline constexpr double kVariantTolerance = 0.25;
+inline constexpr std::int64_t kVariantMinDiffNs = 2000;
+// A work variant whose launches have at least this share of the window's kernel time gets a replayed
+// launch of its own (raising --launch-count up to kMaxLaunchCount); a lighter one borrows another's counters.
+inline constexpr double kVariantMinTimeShare = 0.002;
+inline constexpr int kMaxLaunchCount = 8;
 
 struct DedupInstance {
   std::string path;                    // module path; kernels mode: the kernel signature's display text
@@ -78,6 +96,11 @@ struct DedupPlan {
   std::vector<std::uint8_t> replayed;          // 1: pass B replays it (memcpy/memset: 0, ncu never does)
   std::vector<std::uint32_t> counters_from;    // the replayed kernel whose counters it takes; kNoIndex: its own
   std::vector<std::uint32_t> verify_against;   // verify duplicates: the representative kernel at its position
+  // 1: counters_from is a launch of the same configuration whose pass A duration says it did other work (a
+  // work variant left without a replayed launch of its own).
+  std::vector<std::uint8_t> other_work;
+  int launch_count = 0;                        // per-launch-config selections: ncu's --launch-count
+  std::uint64_t kernels_other_work = 0;        // kernels with other_work set
   std::uint64_t kernels = 0;                   // kind kernel in the timeline
   std::uint64_t kernels_replayed = 0, kernels_propagated = 0;
   std::size_t instances = 0, instances_in_full = 0;  // in classes of more than one instance; replayed in full
@@ -101,9 +124,13 @@ DedupPlan build_dedup_plan(const Timeline& tl, const AttributionTable& attributi
 DedupPlan plan_without_dedup(const Timeline& tl);
 DedupPlan plan_layer_dedup(const Timeline& tl, const AttributionTable& attribution, const ModelStructure& structure,
                            int verify = 0);
-// key: which per-launch-config selection pass B used (the name a configuration is keyed by).
+// key: which per-launch-config selection pass B used (the name a configuration is keyed by); launch_count:
+// ncu's --launch-count pass B ran with, 0 for the plan's choice (at least 1 + verify).
 DedupPlan plan_kernel_dedup(const Timeline& tl, int verify = 0,
-                            DedupSelection key = DedupSelection::kPerLaunchConfigMangled);
+                            DedupSelection key = DedupSelection::kPerLaunchConfigMangled, int launch_count = 0);
+
+// The note (and the attribute warning) of a plan whose kernels_other_work is not 0.
+std::string other_work_note(const DedupPlan& p);
 
 // One process of a job in the merged timeline: its label ("rank 1"), rank (kNoRank without one) and its
 // kernels (kind kernel) in launch order.

@@ -63,6 +63,29 @@ void require_collectable(const MetricSet& chip_set, const std::string& chip) {
   throw InputError(p.source, p.metric + ": " + p.message, {p.line, 1, 0, true});
 }
 
+// A per-launch-config dedup capture whose --launch-count the request does not say (a capture of an earlier
+// version, which ran 1 + verify, or one made by hand): the launch count whose plan replays as many kernels as
+// ncu has rows replaces the plan, with a warning. Returns "" where the plan fits the rows or no count does
+// (the matching then reports the difference).
+std::string fit_launch_count(const Timeline& tl, const AttributionTable& attribution, const DedupRequest& request,
+                             std::size_t ncu_rows, DedupPlan& plan) {
+  if (request.launch_count > 0 || !by_launch_config(plan.selection) || plan.kernels_replayed == ncu_rows) return "";
+  for (int count = 1; count <= kMaxLaunchCount; ++count) {
+    if (count == plan.launch_count) continue;
+    DedupRequest fitted = request;
+    fitted.launch_count = count;
+    DedupPlan p = build_dedup_plan(tl, attribution, fitted);
+    if (p.kernels_replayed != ncu_rows) continue;
+    std::string w = fmt::format("dedup: the plan's ncu --launch-count {} would replay {} kernels, ncu has {} rows: "
+                                "the capture ran --launch-count {} (a capture of an earlier opprof or by hand), "
+                                "planned with that",
+                                plan.launch_count, plan.kernels_replayed, ncu_rows, count);
+    plan = std::move(p);
+    return w;
+  }
+  return "";
+}
+
 AttributeResult attribute_checked(TimelineCapture capture, const AttributeRequest& request, const CheckedInputs& in,
                                   ProgressObserver* observer);
 // Writes what attribution added to the database whose timeline tables db has written, and publishes it.
@@ -149,6 +172,12 @@ AttributeResult attribute_checked(TimelineCapture capture, const AttributeReques
     NcuMatchOptions matching = request.matching;
     if (request.dedup.mode != DedupMode::kOff) {
       r.dedup = build_dedup_plan(tl, r.attribution, request.dedup);
+      if (std::string w = fit_launch_count(tl, r.attribution, request.dedup, r.ncu->rows(), *r.dedup); !w.empty())
+        warnings.push_back(std::move(w)), tell(observer, progress::Warning{warnings.back()});
+      if (r.dedup->kernels_other_work > 0) {
+        warnings.push_back("dedup: " + other_work_note(*r.dedup));
+        tell(observer, progress::Warning{warnings.back()});
+      }
       matching.replayed = &r.dedup->replayed;
     }
     r.match = match_ncu(tl, *r.ncu, matching, &r.notes.anomalies);

@@ -256,8 +256,10 @@ std::vector<std::string> ncu_selection_args(const DedupPlan& plan) {
     if (plan.skip_modules.empty()) return {};
     return {"--nvtx", "--nvtx-exclude", std::string(OPPROF_DEDUP_RANGE) + "/"};
   }
+  // The plan's launch count covers the verify duplicates and the first launch of each work variant.
+  const int launch_count = plan.launch_count > 0 ? plan.launch_count : 1 + std::max(plan.verify, 0);
   std::vector<std::string> args = {"--filter-mode", "per-launch-config", "--launch-count",
-                                   std::to_string(1 + std::max(plan.verify, 0))};
+                                   std::to_string(launch_count)};
   if (plan.selection == DedupSelection::kPerLaunchConfigMangled)
     args.insert(args.end(), {"--kernel-name-base", "mangled"});
   return args;

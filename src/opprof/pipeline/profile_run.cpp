@@ -322,14 +322,16 @@ class Runner {
                                  : "this structure's runtime is " + runtime));
     }
     DedupPlan dedup = build_dedup_plan(tl, attribution, request);
+    request.launch_count = dedup.launch_count;  // what pass B runs with, stored with the profile
     dedup_request_ = request;
     if (dedup.selection == DedupSelection::kNvtxModules)
       write_file_atomically(plan_.dedup_plan_file, dedup_plan_json(dedup, r_.train));
     say(fmt::format("dedup {} ({}): {} classes, {} instances ({} replayed in full), {} of {} kernels to replay, {} "
-                    "propagated{}",
+                    "propagated{}{}",
                     to_string(dedup.mode), to_string(dedup.selection), dedup.classes.size(), dedup.instances,
                     dedup.instances_in_full, dedup.kernels_replayed, dedup.kernels, dedup.kernels_propagated,
-                    dedup.verify > 0 ? fmt::format(", {} duplicates per class replayed to verify", dedup.verify) : ""));
+                    dedup.verify > 0 ? fmt::format(", {} duplicates per class replayed to verify", dedup.verify) : "",
+                    dedup.launch_count > 0 ? fmt::format(" (ncu --launch-count {})", dedup.launch_count) : ""));
     for (const std::string& note : dedup.notes) say("dedup: " + note);
     meta_["dedup.planned_at_capture"] = "true";
     return dedup;

@@ -163,6 +163,8 @@ std::string render_json_report(const ProfileReader& profile, const ReportOptions
     j.key("kernels_replayed").unsigned_integer(d.kernels_replayed);
     j.key("kernels_propagated").unsigned_integer(d.kernels_propagated);
     j.key("kernels_without_source").unsigned_integer(d.kernels_without_source);
+    j.key("kernels_other_work").unsigned_integer(d.kernels_other_work);
+    if (d.launch_count > 0) j.key("launch_count").integer(d.launch_count);
     j.key("instances_replayed_in_full").unsigned_integer(d.instances_in_full);
     j.key("differing_instances").begin_array();
     for (const auto& f : d.in_full)

@@ -262,6 +262,10 @@ void dedup_lines(Page& page, const ProfileDedup& d) {
   if (d.kernels_without_source > 0)
     page.line(fmt::format("  {} duplicate kernels without counters: their representative's kernel got no ncu row",
                           d.kernels_without_source));
+  if (d.kernels_other_work > 0)
+    page.line(fmt::format("  {} duplicate kernels took the counters of a launch of their configuration that did other "
+                          "work (pass A durations; ncu --launch-count {} reached none of theirs)",
+                          d.kernels_other_work, d.launch_count));
   constexpr std::size_t kShown = 3;
   for (std::size_t i = 0; i < d.in_full.size() && i < kShown; ++i)
     page.line(fmt::format("  {} ({}): {}", d.in_full[i].instance, d.in_full[i].class_type, d.in_full[i].reason));

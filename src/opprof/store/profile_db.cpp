@@ -328,6 +328,8 @@ class Writer {
       put_meta(s, "dedup.kernels", std::to_string(p->kernels));
       put_meta(s, "dedup.kernels_replayed", std::to_string(p->kernels_replayed));
       put_meta(s, "dedup.kernels_planned_propagated", std::to_string(p->kernels_propagated));
+      if (p->launch_count > 0) put_meta(s, "dedup.launch_count", std::to_string(p->launch_count));
+      put_meta(s, "dedup.kernels_other_work", std::to_string(p->kernels_other_work));
       if (in_.propagation) {
         put_meta(s, "dedup.kernels_propagated", std::to_string(in_.propagation->propagated));
         put_meta(s, "dedup.kernels_without_source", std::to_string(in_.propagation->without_source));

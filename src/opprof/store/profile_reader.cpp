@@ -228,6 +228,8 @@ ProfileDedup ProfileReader::dedup() const {
   d.kernels_replayed = count("dedup.kernels_replayed");
   d.kernels_propagated = count("dedup.kernels_propagated");
   d.kernels_without_source = count("dedup.kernels_without_source");
+  d.kernels_other_work = count("dedup.kernels_other_work");
+  d.launch_count = static_cast<int>(count("dedup.launch_count"));
   for (std::size_t i = 0;; ++i) {
     const std::string note = meta(fmt::format("dedup.note.{}", i));
     if (note.empty()) break;

@@ -74,7 +74,10 @@ struct ProfileDedup {
   std::string mode, selection;
   std::uint64_t classes = 0, instances = 0, instances_in_full = 0, kernels = 0, kernels_replayed = 0,
                 kernels_propagated = 0, kernels_without_source = 0;
+  // Duplicates given the counters of a launch that did other work (a work variant ncu's launch count missed).
+  std::uint64_t kernels_other_work = 0;
   int verify = 0;
+  int launch_count = 0;  // per-launch-config selections: ncu's --launch-count (0: not recorded, or nvtx_modules)
   struct InFull {
     std::string instance, class_type, reason;
   };
