@@ -605,6 +605,30 @@ TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
 // --dedup-verify 3 with the default key, on the H200 capture without dedup (every kernel replayed): pass B
 // would have replayed each launch configuration's first four launches, the representative and three
 // duplicates. Simulated by dropping the other rows from the full CSV; the values are the H200's own.
+// A capture whose pass B ran another --launch-count than the plan would choose (an earlier opprof ran 1 + verify;
+// a user may pass their own): the rows say which, and the plan of that count is the one matched.
+TEST(GoldenDedupVerify, ACaptureOfAnotherLaunchCountIsPlannedWithTheCountItsRowsSay) {
+  TempDir dir;
+  const std::string off = fixture("dedup/gpt2_eager/mangled_off");
+  const AttributeResult full = attribute(off + "/trace.opprof", off + "/ncu.csv.gz");
+  for (DedupSelection key : {DedupSelection::kPerLaunchConfigMangled, DedupSelection::kPerLaunchConfig}) {
+    DedupRequest request{DedupMode::kKernels, key, 0, ""};
+    const int natural = build_dedup_plan(full.capture.timeline, full.attribution, request).launch_count;
+    request.launch_count = natural == 1 ? 3 : 1;
+    const DedupPlan ran = build_dedup_plan(full.capture.timeline, full.attribution, request);
+    ASSERT_EQ(ran.launch_count, request.launch_count);
+    request.launch_count = 0;  // what attribute knows of a capture that did not record it
+    const AttributeResult d =
+        attribute(off + "/trace.opprof", deduplicated_csv(full, ran, off + "/ncu.csv.gz", dir), "", request);
+    ASSERT_TRUE(d.dedup);
+    EXPECT_EQ(d.dedup->launch_count, ran.launch_count) << to_string(key);
+    EXPECT_EQ(d.dedup->kernels_replayed, ran.kernels_replayed);
+    EXPECT_EQ(d.match->matched, ran.kernels_replayed);
+    EXPECT_TRUE(d.match->unmatched_rows.empty());
+    EXPECT_EQ(d.propagation.without_source, 0u);
+  }
+}
+
 TEST(GoldenDedupVerify, VerifyThreeWithTheMangledKeyOnTheFullH200Capture) {
   TempDir dir;
   const std::string off = fixture("dedup/gpt2_eager/mangled_off");
