@@ -564,6 +564,8 @@ TEST_P(GoldenDedup, PropagatedValuesAreMarkedAndEqualTheirRepresentatives) {
   EXPECT_TRUE(d.match->unmatched_kernels.empty());
   EXPECT_EQ(d.propagation.without_source, 0u);
   EXPECT_EQ(d.propagation.propagated + d.dedup->kernels_replayed, d.dedup->kernels);
+  // The plan of the capture's own timeline asks for the launch count pass B ran (no fit to the rows needed).
+  EXPECT_EQ(build_dedup_plan(d.capture.timeline, d.attribution, r.dedup).launch_count, d.dedup->launch_count);
   ASSERT_EQ(d.dedup->classes.size(), c.classes);
   std::size_t instances = 0;
   for (const DedupClass& cls : d.dedup->classes) instances += cls.instances.size();
