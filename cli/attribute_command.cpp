@@ -41,6 +41,10 @@ Command add_attribute_command(CLI::App& app) {
                    DedupSelection::kPerLaunchConfig},
                   "How pass B selected it (the capture's meta dedup.selection)");
   cmd->add_option("--dedup-verify", r.dedup.verify, "Duplicates per class pass B replayed in full to verify");
+  cmd->add_option("--dedup-launch-count", r.dedup.launch_count,
+                  "Per-launch-config selections: the ncu --launch-count pass B ran (the capture's meta\n"
+                  "dedup.launch_count; default: the plan's own, or the count between 1 and 8 that the rows say)")
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--structure", r.dedup.structure, "--dedup layers: pass A's opprof_structure.json");
   cmd->add_option("--counters-ranks", *counters_ranks,
                   "--job: the ranks pass B replayed (cross-rank dedup, docs/dedup.md), the representative first; the "

@@ -55,7 +55,7 @@ Command add_profile_command(CLI::App& app) {
   cmd->add_option("--dedup", o.dedup,
                   "Replay less in pass B (docs/dedup.md): layers (one instance per structural class of module\n"
                   "instances, counters propagated to the others), kernels (the first launch of each launch\n"
-                  "configuration), or off")
+                  "configuration, more where pass A's durations say its launches do other work), or off")
       ->check(CLI::IsMember(enum_words(kDedupModeNames, {DedupMode::kOff, DedupMode::kLayers, DedupMode::kKernels})))
       ->capture_default_str();
   cmd->add_option("--dedup-selection", o.dedup_selection,

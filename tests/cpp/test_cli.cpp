@@ -89,6 +89,26 @@ TEST_F(Cli, MalformedCsvAndForeignWindowAreRejected) {
   EXPECT_FALSE(fs::exists(db));
 }
 
+// The H100 BERT capture ran ncu --launch-count 5 (work variants): left out, the plan's own count matches the
+// rows; a count the rows contradict is refused with the one they say, and no database is written.
+TEST_F(Cli, ADedupLaunchCountTheRowsContradictIsRefusedWithTheCountTheySay) {
+  const std::string dir = fixture("dedup/bert_train/layers"), db = path("p.db");
+  const std::string args = "attribute -q --trace " + dir + "/trace.opprof --ncu " + dir + "/ncu.csv.gz --dedup layers " +
+                           "--structure " + dir + "/opprof_structure.json -o " + db;
+  Result wrong = run(args + " --dedup-launch-count 1");
+  EXPECT_EQ(wrong.status, 2);
+  EXPECT_EQ(count_lines(wrong.output), 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("pass B ran --launch-count 5"), std::string::npos) << wrong.output;
+  EXPECT_FALSE(fs::exists(db));
+  Result own = run(args);
+  ASSERT_EQ(own.status, 0) << own.output;
+  Result j = run("report --json " + db);
+  ASSERT_EQ(j.status, 0) << j.output;
+  EXPECT_NE(j.output.find("\"launch_count\": 5"), std::string::npos);
+  EXPECT_NE(j.output.find("\"kernels_replayed\": 200"), std::string::npos);
+  EXPECT_NE(j.output.find("\"kernels_other_work\": 0"), std::string::npos);
+}
+
 TEST_F(Cli, MissingFilesAndUnknownMetricsAreInputErrors) {
   std::string db = path("p.db");
   Result missing = run("attribute -q --trace " + path("nope.json") + " -o " + db);

@@ -65,17 +65,23 @@ void require_collectable(const MetricSet& chip_set, const std::string& chip) {
 
 // A per-launch-config dedup capture whose --launch-count the request does not say (a capture of an earlier
 // version, which ran 1 + verify, or one made by hand): the launch count whose plan replays as many kernels as
-// ncu has rows replaces the plan, with a warning. Returns "" where the plan fits the rows or no count does
-// (the matching then reports the difference).
+// ncu has rows replaces the plan, with a warning. Where the request names a count the rows contradict and
+// another fits, an InputError names it. Returns "" where the plan fits the rows or no count does (the
+// matching then reports the difference).
 std::string fit_launch_count(const Timeline& tl, const AttributionTable& attribution, const DedupRequest& request,
                              std::size_t ncu_rows, DedupPlan& plan) {
-  if (request.launch_count > 0 || !by_launch_config(plan.selection) || plan.kernels_replayed == ncu_rows) return "";
+  if (!by_launch_config(plan.selection) || plan.kernels_replayed == ncu_rows) return "";
   for (int count = 1; count <= kMaxLaunchCount; ++count) {
     if (count == plan.launch_count) continue;
     DedupRequest fitted = request;
     fitted.launch_count = count;
     DedupPlan p = build_dedup_plan(tl, attribution, fitted);
     if (p.kernels_replayed != ncu_rows) continue;
+    if (request.launch_count > 0)
+      throw InputError("--dedup-launch-count",
+                       fmt::format("--launch-count {} would have replayed {} kernels, the ncu CSV has {} rows: pass B "
+                                   "ran --launch-count {} (leave the option out to plan with the count the rows say)",
+                                   request.launch_count, plan.kernels_replayed, ncu_rows, count));
     std::string w = fmt::format("dedup: the plan's ncu --launch-count {} would replay {} kernels, ncu has {} rows: "
                                 "the capture ran --launch-count {} (a capture of an earlier opprof or by hand), "
                                 "planned with that",
