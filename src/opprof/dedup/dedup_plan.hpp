@@ -11,7 +11,7 @@
 //            block, shared memory per block: the launch configuration ncu's per-launch-config filter
 //            groups by) are replayed, every later launch of it takes the counters of the first replayed
 //            launch that did the same work. One configuration can do different work: a GEMM of the same
-//            output tiles over a 4x longer reduction (BERT's backward, H100: 46 vs 171 us, 4x the DRAM
+//            output tiles over a 4x longer reduction (BERT's backward, H100: ~45 vs ~170 us, 4x the DRAM
 //            reads). Pass A's durations tell these work variants apart (kVariantTolerance), and ncu's
 //            --launch-count (per configuration) is raised until each variant of real weight has a replayed
 //            launch; a lighter variant left out takes another variant's counters and is counted.
@@ -59,8 +59,8 @@ struct DedupRequest {
   int verify = 0;         // --dedup-verify K
   std::string structure;  // layers: pass A's opprof_structure.json
   // Per-launch-config selections: the --launch-count pass B ran with; 0: the plan's own choice (the same on
-  // the same timeline; attribute_capture falls back to 1 + verify, what earlier versions ran, where the ncu
-  // rows say so).
+  // the same timeline; where the ncu rows say pass B ran another count, such as the 1 + verify of earlier
+  // versions, attribute_capture plans with the count between 1 and kMaxLaunchCount that fits them).
   int launch_count = 0;
 };
 
