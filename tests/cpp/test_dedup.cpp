@@ -715,7 +715,7 @@ INSTANTIATE_TEST_SUITE_P(Captured, GoldenDedup,
                                            DedupCapture{"bert_train/layers", DedupSelection::kPerLaunchConfigMangled,
                                                         0, 200, "bert_train/off", 0.001, 2, 14, "H100"},
                                            // Compiled, two steps in the window: the second step's kernels take the
-                                           // first's counters. Every operator is not held to 5 %: the GELU kernel
+                                           // first's counters. Not every operator is held to 5 %: the GELU kernel
                                            // (1.4 % of the time) spreads 28 % in occupancy from replay to replay.
                                            DedupCapture{"gpt2_compiled_i2/layers",
                                                         DedupSelection::kPerLaunchConfigMangled, 0, 17,
