@@ -739,6 +739,42 @@ TEST_F(KinetoReaderTest, EventWithoutTimestampIsAnError) {
   EXPECT_EQ(e.position().column, 3u);
 }
 
+TEST_F(KinetoReaderTest, AnErrorFoundWhileMergingIsTheFirstInTheFileWhateverTheThreads) {
+  // A kernel without "ts" parses but cannot go into the timeline: the thread merging its batch finds it,
+  // while other threads parse the batches after it, one of which holds a malformed event. The error
+  // reported is the one that comes first in the file, and the reader neither hangs nor reads on.
+  const std::string text = slurp(kFixtures + "gpt2_eager.kineto.json");
+  std::string bad = text;
+  const std::size_t events = text.find("\"traceEvents\"");
+  const std::size_t kernel = text.find("\"cat\": \"kernel\"", events + text.size() / 3);
+  const std::size_t event_start = text.rfind("\n  {", kernel) + 3;
+  const std::size_t ts = text.find("\"ts\": ", kernel);
+  ASSERT_LT(ts, text.find('}', kernel));
+  bad.replace(ts, 2, "\"x");  // "ts" becomes "xs", a key opprof does not read
+  const std::size_t later = bad.find("\"ts\": ", events + 2 * text.size() / 3) + 6;
+  bad[later] = 'x';
+  const std::string path = write("no_ts.json", bad);
+  for (unsigned threads : {1u, 2u, 3u}) {
+    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}}) {
+      for (InputAccess access : kEveryAccess) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
+        detail::KinetoReadOptions options;
+        options.chunk_bytes = chunk;
+        options.parse_threads = threads;
+        options.access = access;
+        try {
+          detail::read_kineto_trace(path, options, nullptr, {});
+          ADD_FAILURE() << "expected an InputError";
+        } catch (const InputError& e) {
+          EXPECT_NE(e.message().find("has no \"ts\""), std::string::npos) << e.what();
+          EXPECT_EQ(e.position().byte_offset, event_start) << e.what();
+          EXPECT_EQ(e.position().line, line_of(text, event_start));
+        }
+      }
+    }
+  }
+}
+
 TEST_F(KinetoReaderTest, NotATrace) {
   EXPECT_NE(read_error(write("a.json", "{\"schemaVersion\": 1}")).message().find("no \"traceEvents\""),
             std::string::npos);

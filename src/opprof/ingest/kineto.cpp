@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -735,43 +736,74 @@ bool EventParser::parse_event(od::document& doc, std::size_t start, Event& ev) {
 }
 
 
-// Threads that parse batches. The reader takes the results in the order it submitted the batches.
-class ParseWorkers {
+// Threads that parse batches and take them into the timeline in the order they were submitted. Whichever
+// thread finds the oldest batch parsed merges it, one merge at a time, so the reader's own thread only cuts
+// events (and faults the file in): merging, a fifth of the read's work, runs on whichever core is free
+// instead of in series with the cutting.
+class BatchPipeline {
  public:
+  using Merge = std::function<void(EventBatch&)>;
   // The threads start with the first batch submitted: a file read in one batch starts none.
-  ParseWorkers(const std::string& path, unsigned threads) : path_(path), threads_wanted_(threads) {}
-  ~ParseWorkers() {
+  BatchPipeline(const std::string& path, unsigned threads, Merge merge)
+      : path_(path), threads_wanted_(threads), merge_(std::move(merge)) {}
+  ~BatchPipeline() { stop(); }
+  BatchPipeline(const BatchPipeline&) = delete;
+  BatchPipeline& operator=(const BatchPipeline&) = delete;
+
+  // Drops the batches not yet parsed and joins the threads, a merge under way finishing first: called
+  // before what merging writes is destroyed.
+  void stop() {
     {
       std::lock_guard lock(mutex_);
-      stop_ = true;  // batches still queued are dropped: the reader is leaving (by an exception)
+      stop_ = true;
     }
     work_.notify_all();
     for (std::thread& t : threads_) t.join();
+    threads_.clear();
   }
-  ParseWorkers(const ParseWorkers&) = delete;
-  ParseWorkers& operator=(const ParseWorkers&) = delete;
 
   void submit(std::shared_ptr<EventBatch> batch) {
     if (threads_.empty())
-      for (unsigned i = 0; i < threads_wanted_; ++i) threads_.emplace_back([this] { run(path_); });
+      for (unsigned i = 0; i < threads_wanted_; ++i) threads_.emplace_back([this] { run(); });
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(batch));
+      queue_.push_back(batch);
+      unmerged_.push_back(std::move(batch));
     }
     work_.notify_one();
   }
-  void wait(const EventBatch& batch) {
+
+  // Waits until at most `n` submitted batches are not yet in the timeline. Rethrows the first error, in
+  // file order, of parsing a batch or merging it: merging stops at it.
+  void wait_until_unmerged_at_most(std::size_t n) {
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return batch.parsed; });
+    done_.wait(lock, [&] { return error_ || unmerged_locked() <= n; });
+    if (error_) std::rethrow_exception(error_);
   }
-  bool parsed(const EventBatch& batch) {
+  // No batch is being parsed or merged: the caller may merge one itself.
+  bool idle() {
     std::lock_guard lock(mutex_);
-    return batch.parsed;
+    return unmerged_locked() == 0 && !error_;
+  }
+  // A merged batch to fill again, or a new one.
+  std::shared_ptr<EventBatch> spare() {
+    std::lock_guard lock(mutex_);
+    if (spare_.empty()) return std::make_shared<EventBatch>();
+    std::shared_ptr<EventBatch> batch = std::move(spare_.back());
+    spare_.pop_back();
+    return batch;
+  }
+  // The file offset before which every byte's events are in the timeline.
+  std::uint64_t merged_up_to() {
+    std::lock_guard lock(mutex_);
+    return merged_up_to_;
   }
 
  private:
-  void run(const std::string& path) {
-    EventParser parser(path);
+  std::size_t unmerged_locked() const { return unmerged_.size() + (merging_ ? 1 : 0); }
+
+  void run() {
+    EventParser parser(path_);
     for (;;) {
       std::shared_ptr<EventBatch> batch;
       {
@@ -786,9 +818,37 @@ class ParseWorkers {
       } catch (...) {
         batch->error = std::current_exception();
       }
-      {
-        std::lock_guard lock(mutex_);
-        batch->parsed = true;
+      std::unique_lock lock(mutex_);
+      batch->parsed = true;
+      merge_parsed(lock);
+    }
+  }
+
+  // Merges the oldest batches while they are parsed, unless another thread is merging (it goes on with
+  // them when it is done).
+  void merge_parsed(std::unique_lock<std::mutex>& lock) {
+    while (!merging_ && !error_ && !stop_ && !unmerged_.empty() && unmerged_.front()->parsed) {
+      std::shared_ptr<EventBatch> batch = std::move(unmerged_.front());
+      unmerged_.pop_front();
+      merging_ = true;
+      lock.unlock();
+      std::exception_ptr error = batch->error;
+      if (!error) {
+        try {
+          merge_(*batch);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      const std::uint64_t end = batch->base.byte_offset + batch->size;
+      if (!error) batch->clear();
+      lock.lock();
+      merging_ = false;
+      if (error) {
+        error_ = error;
+      } else {
+        merged_up_to_ = end;
+        spare_.push_back(std::move(batch));
       }
       done_.notify_all();
     }
@@ -796,10 +856,16 @@ class ParseWorkers {
 
   std::mutex mutex_;
   std::condition_variable work_, done_;
-  std::deque<std::shared_ptr<EventBatch>> queue_;
+  std::deque<std::shared_ptr<EventBatch>> queue_;     // submitted, not yet taken by a thread
+  std::deque<std::shared_ptr<EventBatch>> unmerged_;  // submitted, not yet merged, oldest first
+  std::vector<std::shared_ptr<EventBatch>> spare_;   // merged, their buffers kept for reuse
+  bool merging_ = false;
   bool stop_ = false;
+  std::exception_ptr error_;
+  std::uint64_t merged_up_to_ = 0;
   const std::string& path_;
   unsigned threads_wanted_;
+  Merge merge_;
   std::vector<std::thread> threads_;
 };
 
@@ -813,7 +879,11 @@ class KinetoReader {
   KinetoReader(const std::string& path, const KinetoReadOptions& options, const ReadProgress& progress)
       : in_(path, options.chunk_bytes, options.access), options_(options), progress_(progress),
         next_progress_(options.progress_every_bytes), threads_(parse_threads(options.parse_threads)),
-        workers_(in_.path(), threads_) {}
+        workers_(in_.path(), threads_, [this](EventBatch& batch) { merge_batch(batch); }) {}
+  // The threads merge into this reader's tables: they stop before the tables go.
+  ~KinetoReader() { workers_.stop(); }
+  KinetoReader(const KinetoReader&) = delete;
+  KinetoReader& operator=(const KinetoReader&) = delete;
 
   Timeline read(KinetoReadStats* stats);
 
@@ -847,8 +917,9 @@ class KinetoReader {
   void read_event();
   // The events cut since the last flush go to a worker as one batch; called before the window moves.
   void flush_batch();
-  // Takes the oldest batch's events into the timeline (waiting for its worker), or rethrows its error.
-  void merge_oldest_batch();
+  // Takes a parsed batch's events into the timeline: on a pipeline thread, the batches in file order.
+  void merge_batch(EventBatch& batch);
+  // Submits the batch being cut and waits until every batch is in the timeline; rethrows the first error.
   void finish_batches();
   void handle_event(const EventBatch& batch, const Event& ev);
   int category_index(std::string_view cat);
@@ -876,14 +947,12 @@ class KinetoReader {
   bool saw_trace_events_ = false;
   std::uint64_t events_ = 0;
 
-  // Batches: the one being cut (its events' spans, from batch_first_ in the window), those at the
-  // workers oldest first, and spare ones whose buffers are reused.
+  // Batches: the one being cut (its events' spans, from batch_first_ in the window); the pipeline holds
+  // those submitted and the spare ones whose buffers are reused.
   unsigned threads_;
   std::size_t batch_first_ = 0;
   std::vector<std::pair<std::size_t, std::size_t>> spans_;
-  std::deque<std::shared_ptr<EventBatch>> in_flight_;
-  std::vector<std::shared_ptr<EventBatch>> spare_;
-  ParseWorkers workers_;  // after in_ (whose path it reads) and the batches: joined first
+  BatchPipeline workers_;  // after in_, whose path it reads
   std::optional<EventParser> final_parser_;  // for a last batch parsed on this thread (flush_batch)
 
   Timeline tl_;
@@ -1330,13 +1399,7 @@ void KinetoReader::read_event() {
 
 void KinetoReader::flush_batch() {
   if (spans_.empty()) return;
-  std::shared_ptr<EventBatch> batch;
-  if (spare_.empty()) {
-    batch = std::make_shared<EventBatch>();
-  } else {
-    batch = std::move(spare_.back());
-    spare_.pop_back();
-  }
+  std::shared_ptr<EventBatch> batch = workers_.spare();
   const auto& [last_start, last_length] = spans_.back();
   const std::size_t n = last_start + last_length;
   if (in_.mapped())
@@ -1344,45 +1407,31 @@ void KinetoReader::flush_batch() {
   else
     batch->fill(in_.data() + batch_first_, n, in_.position_of(batch_first_));
   batch->spans.swap(spans_);
-  if (in_.eof() && in_flight_.empty()) {
-    // The last batch, and none before it still being parsed: parsed here, as a worker would, for no
-    // worker could overlap it with anything.
+  if (in_.eof() && workers_.idle()) {
+    // The last batch, and none before it still being parsed or merged: parsed and merged here, for no
+    // other thread could overlap it with anything.
     if (!final_parser_) final_parser_.emplace(in_.path());
-    try {
-      final_parser_->parse(*batch);
-    } catch (...) {
-      batch->error = std::current_exception();
-    }
-    batch->parsed = true;
-    in_flight_.push_back(std::move(batch));
+    final_parser_->parse(*batch);
+    merge_batch(*batch);
+    in_.release_before(batch->base.byte_offset + batch->size);
     return;
   }
-  in_flight_.push_back(batch);
   workers_.submit(std::move(batch));
-  // Two batches per worker keep every core busy while this thread cuts and merges; more would only
-  // hold memory.
-  while (in_flight_.size() > 2 * std::size_t{threads_} ||
-         (!in_flight_.empty() && workers_.parsed(*in_flight_.front())))
-    merge_oldest_batch();
+  // Two batches per thread keep every core busy while this thread cuts; more would only hold memory.
+  workers_.wait_until_unmerged_at_most(2 * std::size_t{threads_});
+  in_.release_before(workers_.merged_up_to());  // the merged batches' pages are not read again
 }
 
-void KinetoReader::merge_oldest_batch() {
-  std::shared_ptr<EventBatch> batch = std::move(in_flight_.front());
-  in_flight_.pop_front();
-  workers_.wait(*batch);
-  if (batch->error) std::rethrow_exception(batch->error);
-  for (const Event& ev : batch->events) handle_event(*batch, ev);
-  for (const auto& [cat, n] : batch->ignored_by_category)
+void KinetoReader::merge_batch(EventBatch& batch) {
+  for (const Event& ev : batch.events) handle_event(batch, ev);
+  for (const auto& [cat, n] : batch.ignored_by_category)
     categories_[static_cast<std::size_t>(category_index(cat))].ignored += n;
-  for (std::size_t c = 0; c < 256; ++c) ignored_phases_[c] += batch->ignored_phases[c];
-  in_.release_before(batch->base.byte_offset + batch->size);  // its events are in the timeline now
-  batch->clear();
-  spare_.push_back(std::move(batch));
+  for (std::size_t c = 0; c < 256; ++c) ignored_phases_[c] += batch.ignored_phases[c];
 }
 
 void KinetoReader::finish_batches() {
   flush_batch();
-  while (!in_flight_.empty()) merge_oldest_batch();
+  workers_.wait_until_unmerged_at_most(0);
 }
 
 int KinetoReader::category_index(std::string_view cat) {
