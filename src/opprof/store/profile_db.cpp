@@ -1059,6 +1059,10 @@ void ProfileDbWriter::finish(const ProfileInputs& in) {
       // ATTACH cannot run inside a transaction; with journal_mode=OFF a commit costs only the pages it
       // writes, which the final commit would write anyway.
       s_->db->exec("COMMIT");
+      // The pages committed so far go to the device while the rest is written, on a thread of their own (the
+      // call waits while it queues them): the flush before the rename then waits for a fraction of the file.
+      std::thread writeback([file = s_->file.get()] { file->start_writeback(); });
+      JoinOnExit join_writeback{writeback};
       {
         Statement attach(*s_->db, "ATTACH DATABASE ?1 AS attribution_part");
         attach.bind_text(1, s_->part_file->temporary());

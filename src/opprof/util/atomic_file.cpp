@@ -96,6 +96,13 @@ void AtomicFile::write(std::string_view bytes) {
     throw OutputError(fmt_errno(fmt::format("cannot write {}", temporary_)));
 }
 
+void AtomicFile::start_writeback() const {
+  const int fd = ::open(temporary_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+  ::close(fd);
+}
+
 void AtomicFile::commit() {
   try {
     if (std::FILE* f = std::exchange(file_, nullptr)) {

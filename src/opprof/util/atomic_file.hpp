@@ -35,6 +35,10 @@ class AtomicFile {
   const std::string& destination() const { return destination_; }
   // Appends to the temporary; throws OutputError on a short write or after commit().
   void write(std::string_view bytes);
+  // Queues the temporary's data for writing to the device and returns without waiting for the writes
+  // (queuing them takes a while), so that commit()'s flush finds less left to write. Best effort: does
+  // nothing where the file system cannot.
+  void start_writeback() const;
   // Closes what write() opened, flushes the temporary to the device, renames it over the destination and
   // makes the rename durable. Throws OutputError (and removes the temporary) when it cannot.
   void commit();
