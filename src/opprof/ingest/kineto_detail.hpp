@@ -20,7 +20,8 @@ struct KinetoReadOptions {
   // How the file is read: mapped (plain files larger than a chunk), read ahead on a helper thread (and
   // gunzipped there) while events are parsed, or read chunk by chunk.
   InputAccess access = InputAccess::kMap;
-  // Threads that parse the events (the reading thread cuts and merges them); 0: one per core.
+  // Threads that parse the events and merge them into the timeline in file order (the reading thread only
+  // cuts them); 0: one per core.
   unsigned parse_threads = 0;
 };
 
