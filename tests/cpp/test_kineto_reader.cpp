@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <sstream>
 #include <string>
@@ -89,6 +90,30 @@ std::string trace(const std::vector<std::string>& events, const std::string& bef
   for (std::size_t i = 0; i < events.size(); ++i) out += events[i] + (i + 1 < events.size() ? ",\n" : "\n");
   out += "  ]" + after + "\n}\n";
   return out;
+}
+
+// The error of reading path with each number of parse threads, chunk size and access, checked by `check`:
+// the same error whatever the order in which the threads finish their batches.
+template <class Check>
+void expect_error_whatever_the_threads(const std::string& path, std::initializer_list<unsigned> thread_counts,
+                                       std::initializer_list<std::size_t> chunks, Check&& check) {
+  for (unsigned threads : thread_counts) {
+    for (std::size_t chunk : chunks) {
+      for (InputAccess access : kEveryAccess) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
+        detail::KinetoReadOptions options;
+        options.chunk_bytes = chunk;
+        options.parse_threads = threads;
+        options.access = access;
+        try {
+          detail::read_kineto_trace(path, options, nullptr, {});
+          ADD_FAILURE() << "expected an InputError";
+        } catch (const InputError& e) {
+          check(e);
+        }
+      }
+    }
+  }
 }
 
 InputError read_error(const std::string& path, std::size_t chunk = std::size_t{4} << 20) {
@@ -369,26 +394,13 @@ TEST_F(KinetoReaderTest, TheFirstErrorInTheFileIsReportedWhateverTheThreads) {
   bad[between] = ';';
   const std::string path = write("bad.json", bad);
   const std::size_t line_start = text.rfind('\n', first) + 1;
-  for (unsigned threads : {1u, 3u}) {
-    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20}) {
-      for (InputAccess access : kEveryAccess) {
-        SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
-        detail::KinetoReadOptions options;
-        options.chunk_bytes = chunk;
-        options.parse_threads = threads;
-        options.access = access;
-        try {
-          detail::read_kineto_trace(path, options, nullptr, {});
-          ADD_FAILURE() << "expected an InputError";
-        } catch (const InputError& e) {
-          EXPECT_EQ(e.position().byte_offset, first) << e.what();
-          EXPECT_EQ(e.position().line, line_of(text, first));
-          EXPECT_EQ(e.position().column, first - line_start + 1);
-          EXPECT_NE(e.message().find("expected a number of microseconds for \"ts\""), std::string::npos) << e.what();
-        }
-      }
-    }
-  }
+  expect_error_whatever_the_threads(
+      path, {1u, 3u}, {std::size_t{64}, std::size_t{4096}, std::size_t{4} << 20}, [&](const InputError& e) {
+        EXPECT_EQ(e.position().byte_offset, first) << e.what();
+        EXPECT_EQ(e.position().line, line_of(text, first));
+        EXPECT_EQ(e.position().column, first - line_start + 1);
+        EXPECT_NE(e.message().find("expected a number of microseconds for \"ts\""), std::string::npos) << e.what();
+      });
   // Without the malformed events, the garbage is the error.
   std::string garbage_only = text;
   garbage_only[between] = ';';
@@ -754,25 +766,11 @@ TEST_F(KinetoReaderTest, AnErrorFoundWhileMergingIsTheFirstInTheFileWhateverTheT
   const std::size_t later = bad.find("\"ts\": ", events + 2 * text.size() / 3) + 6;
   bad[later] = 'x';
   const std::string path = write("no_ts.json", bad);
-  for (unsigned threads : {1u, 2u, 3u}) {
-    for (std::size_t chunk : {std::size_t{64}, std::size_t{4096}}) {
-      for (InputAccess access : kEveryAccess) {
-        SCOPED_TRACE(std::to_string(threads) + " threads, chunk " + std::to_string(chunk) + access_name(access));
-        detail::KinetoReadOptions options;
-        options.chunk_bytes = chunk;
-        options.parse_threads = threads;
-        options.access = access;
-        try {
-          detail::read_kineto_trace(path, options, nullptr, {});
-          ADD_FAILURE() << "expected an InputError";
-        } catch (const InputError& e) {
-          EXPECT_NE(e.message().find("has no \"ts\""), std::string::npos) << e.what();
-          EXPECT_EQ(e.position().byte_offset, event_start) << e.what();
-          EXPECT_EQ(e.position().line, line_of(text, event_start));
-        }
-      }
-    }
-  }
+  expect_error_whatever_the_threads(path, {1u, 2u, 3u}, {std::size_t{64}, std::size_t{4096}}, [&](const InputError& e) {
+    EXPECT_NE(e.message().find("has no \"ts\""), std::string::npos) << e.what();
+    EXPECT_EQ(e.position().byte_offset, event_start) << e.what();
+    EXPECT_EQ(e.position().line, line_of(text, event_start));
+  });
 }
 
 TEST_F(KinetoReaderTest, NotATrace) {
