@@ -262,10 +262,10 @@ std::uint32_t to_u32(std::uint64_t v) {
 }
 
 
-// A run of consecutive events of the input, parsed on a worker thread: a view of the mapped file, or a copy
-// out of the input window where the file is read into buffers that are reused. The events' strings view
-// the batch's bytes (or `unescaped`), so a batch (and the mapping's pages under it) lives until its events
-// are in the timeline.
+// A run of consecutive events of the input, parsed and merged on a pipeline thread: a view of the mapped
+// file, or a copy out of the input window where the file is read into buffers that are reused. The events'
+// strings view the batch's bytes (or `unescaped`), so a batch (and the mapping's pages under it) lives until
+// its events are in the timeline.
 struct EventBatch {
   const char* data = nullptr;  // size bytes, then at least ChunkedInput::kPadding readable ones
   std::size_t size = 0;
@@ -281,7 +281,7 @@ struct EventBatch {
   std::vector<std::pair<std::string, std::uint64_t>> ignored_by_category;
   std::array<std::uint64_t, 256> ignored_phases{};  // by the phase's letter
   std::exception_ptr error;                         // the first malformed event's InputError
-  bool parsed = false;                              // guarded by ParseWorkers::mutex_
+  bool parsed = false;                              // guarded by BatchPipeline::mutex_
 
   void fill(const char* bytes, std::size_t n, const InputPosition& where) {
     if (n > capacity) {
@@ -915,7 +915,7 @@ class KinetoReader {
 
   // ---- events ---------------------------------------------------------------------------------
   void read_event();
-  // The events cut since the last flush go to a worker as one batch; called before the window moves.
+  // The events cut since the last flush go to the pipeline as one batch; called before the window moves.
   void flush_batch();
   // Takes a parsed batch's events into the timeline: on a pipeline thread, the batches in file order.
   void merge_batch(EventBatch& batch);
