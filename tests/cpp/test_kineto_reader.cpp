@@ -378,6 +378,33 @@ TEST_F(KinetoReaderTest, AnyNumberOfParseThreadsGivesTheSameTimeline) {
   }
 }
 
+TEST_F(KinetoReaderTest, HandMadeAndTrainingCapturesGiveTheSameTimelineWhateverTheThreads) {
+  // Real gzipped traces from the GPU machine: torch.profiler run by hand in a process of its own, without
+  // opprof (field/), and a training step that `opprof profile` captured (backward and optimizer kernels,
+  // autograd's thread). Small chunks cut them into hundreds of batches, parsed and merged by however many
+  // threads.
+  const std::string fixtures = std::string(OPPROF_FIXTURES_DIR) + "/";
+  for (const char* name : {"field/resnet50_default/trace.json.gz", "field/vit_reduce-overhead/trace.json.gz",
+                           "train/gpt2_eager/opprof/trace.json.gz"}) {
+    const std::string path = fixtures + name;
+    KinetoReadStats whole_stats;
+    const Timeline whole = detail::read_kineto_trace(path, {}, &whole_stats, {});
+    ASSERT_GT(whole.kernels.size(), 0u) << name;
+    for (unsigned threads : {1u, 2u, 5u}) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(threads) + " threads");
+      detail::KinetoReadOptions options;
+      options.chunk_bytes = 4093;
+      options.parse_threads = threads;
+      KinetoReadStats stats;
+      const Timeline t = detail::read_kineto_trace(path, options, &stats, {});
+      EXPECT_EQ(stats.events, whole_stats.events);
+      expect_same_timeline(whole, t);
+      ASSERT_EQ(t.strings.size(), whole.strings.size());
+      for (StrId id = 0; id < whole.strings.size(); ++id) EXPECT_EQ(t.str(id), whole.str(id));
+    }
+  }
+}
+
 TEST_F(KinetoReaderTest, TheFirstErrorInTheFileIsReportedWhateverTheThreads) {
   // Two malformed events far apart (in different batches with small chunks) and garbage between events
   // after both: the error reported is the first one in the file, at its line and column, however many
