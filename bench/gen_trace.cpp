@@ -24,6 +24,11 @@ int main(int argc, char** argv) {
   app.add_option("--compiled-fraction", options.compiled_fraction, "share of steps run as one compiled graph")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app.add_option("--cuda-graph-fraction", options.cuda_graph_fraction,
+                 "share of steps replayed as one CUDA graph (torch.compile mode=\"reduce-overhead\"); "
+                 "--compiled-fraction applies to the others")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_flag("--python-functions", options.python_functions, "also write python_function frames (with_stack)");
   app.add_option("--seed", options.seed, "random seed; the same seed writes the same trace")->capture_default_str();
   bool tracer_log = false;

@@ -3,7 +3,9 @@
 // annotations around ATen operators nested a few deep, runtime and driver launch calls with correlation
 // and External ids, ac2g flow arrows, kernels with demangled CUTLASS / ATen / Triton names on one or two
 // streams, a few memcpys and memsets, compiled steps with "## Call CompiledFxGraph" regions and their
-// gpu_user_annotation, and optionally python_function frames. The output is deterministic for a seed.
+// gpu_user_annotation, CUDA-graph replays (torch.compile's "reduce-overhead": one cudaGraphLaunch whose
+// correlation every kernel of the graph carries, as tests/fixtures/field/*_reduce-overhead have), and
+// optionally python_function frames. The output is deterministic for a seed.
 //
 // Events are written the way Kineto writes them: first every CPU-side range (per thread, by start time),
 // then the GPU activities with their launches and flow events, then process/thread metadata. A step is
@@ -116,10 +118,16 @@ const KernelKind kTritonSplit{"triton_poi_fused_cat_split_transpose_view_1", {76
                               3000};
 const KernelKind kTritonGelu{"triton_poi_fused_add_addmm_gelu_view_2", {1536, 1, 1}, {128, 1, 1}, 27, 0, 4000, 6000};
 const KernelKind kTritonSoftmax{"triton_red_fused__softmax_3", {1536, 1, 1}, {256, 1, 1}, 40, 192, 5000, 8000};
+const KernelKind kForeachCopy{
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, at::native::Copy<float, "
+    "float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::"
+    "UnaryOpFunctor<float, 2, 1, 1>, at::native::Copy<float, float>)",
+    {19, 1, 1}, {512, 1, 1}, 32, 0, 12000, 20000};
 const KernelKind kMemcpyHtoD{"Memcpy HtoD (Pageable -> Device)", {0, 0, 0}, {0, 0, 0}, 0, 0, 8000, 40000};
 const KernelKind kMemset{"Memset (Device)", {0, 0, 0}, {0, 0, 0}, 0, 0, 800, 1200};
 
-enum class Api { kLaunchKernel, kLaunchKernelExC, kCuLaunchKernel, kMemcpyAsync, kMemsetAsync };
+enum class Api { kLaunchKernel, kLaunchKernelExC, kCuLaunchKernel, kMemcpyAsync, kMemsetAsync, kGraphLaunch };
 std::string_view api_name(Api a) {
   switch (a) {
     case Api::kLaunchKernel: return "cudaLaunchKernel";
@@ -127,6 +135,7 @@ std::string_view api_name(Api a) {
     case Api::kCuLaunchKernel: return "cuLaunchKernel";
     case Api::kMemcpyAsync: return "cudaMemcpyAsync";
     case Api::kMemsetAsync: return "cudaMemsetAsync";
+    case Api::kGraphLaunch: return "cudaGraphLaunch";
   }
   return "";
 }
@@ -137,6 +146,7 @@ int api_cbid(Api a) {
     case Api::kCuLaunchKernel: return 307;
     case Api::kMemcpyAsync: return 41;
     case Api::kMemsetAsync: return 51;
+    case Api::kGraphLaunch: return 311;
   }
   return 0;
 }
@@ -211,6 +221,9 @@ struct Launch {
   std::int64_t cpu_start, cpu_end, gpu_start, gpu_end;
   std::uint64_t correlation, external_id;
   std::uint64_t bytes;
+  // The runtime call is written with the activity; false for a CUDA graph's kernels after its first, which
+  // share the one cudaGraphLaunch (and its correlation).
+  bool writes_call = true;
 };
 
 struct GpuAnnotation {
@@ -266,7 +279,10 @@ class ThreadSimulation {
     const std::size_t profiler_step = open(RangeCat::kUserAnnotation, fmt::format("ProfilerStep#{}", step_index_));
     const std::size_t first_launch = step.launches.size();
     if (rng_.chance(0.3)) copy_inputs();
-    if (rng_.chance(options_.compiled_fraction))
+    // Drawn only when asked for, so that traces without graphs keep their bytes for a seed.
+    if (options_.cuda_graph_fraction > 0 && rng_.chance(options_.cuda_graph_fraction))
+      graph_forward();
+    else if (rng_.chance(options_.compiled_fraction))
       compiled_forward();
     else
       eager_forward();
@@ -329,6 +345,37 @@ class ThreadSimulation {
     stream_clock = l.gpu_end;
     clock_ = l.cpu_end;
     step_->launches.push_back(l);
+  }
+
+  // One cudaGraphLaunch that runs `kernels` back to back on the main stream, each activity with the
+  // launch's correlation and the enclosing range's External id, as CUPTI reports a graph's kernel nodes.
+  void graph_launch(const std::vector<const KernelKind*>& kernels) {
+    if (done()) return;
+    clock_ += rng_.range(800, 3000);
+    correlation_ += static_cast<std::uint64_t>(rng_.range(1, 4));
+    const std::int64_t cpu_start = clock_, cpu_end = clock_ + rng_.range(150000, 300000);
+    std::int64_t& stream_clock = stream_clock_[0];
+    stream_clock = std::max(stream_clock, cpu_start + rng_.range(4000, 15000));
+    bool first = true;
+    for (const KernelKind* kernel : kernels) {
+      if (done()) break;
+      ++kernels_;
+      Launch l{};
+      l.api = Api::kGraphLaunch;
+      l.kernel = kernel;
+      l.stream = main_stream_;
+      l.cpu_start = cpu_start;
+      l.cpu_end = cpu_end;
+      l.correlation = id_base_ + correlation_;
+      l.external_id = ext_stack_.empty() ? 0 : ext_stack_.back();
+      l.bytes = kernel == &kMemset ? 1800 : 0;
+      l.gpu_start = stream_clock + rng_.range(300, 1500);  // no launch gap inside a graph
+      l.gpu_end = l.gpu_start + rng_.range(kernel->min_ns, kernel->max_ns);
+      l.writes_call = std::exchange(first, false);
+      stream_clock = l.gpu_end;
+      step_->launches.push_back(l);
+    }
+    clock_ = cpu_end;
   }
 
   // A GPU-side copy of a CPU annotation, spanning the kernels launched inside it (Kineto adds these).
@@ -514,6 +561,31 @@ class ThreadSimulation {
     close(graph);
     annotate_stream(step_->ranges[graph].name, first_launch, step_->ranges[graph]);
     close(fn);
+    close(region);
+  }
+
+  // The compiled model captured as a CUDA graph (torch.compile mode="reduce-overhead"): the inputs copied into
+  // the graph's static buffers, then the whole forward, memsets included, replayed by one cudaGraphLaunch.
+  // Like the real traces, no gpu_user_annotation and "## Call CompiledFxGraph" a cpu_op.
+  void graph_forward() {
+    close(open(RangeCat::kCpuOp, "TorchDynamo Cache Lookup"));
+    const std::size_t region = open(RangeCat::kCpuOp, "Torch-Compiled Region: 0/0");
+    close(open(RangeCat::kCpuOp, "Pregraph bytecode"));
+    close(open(RangeCat::kCpuOp, "AOTDispatcher Runtime Wrapper Prologue"));
+    const std::size_t graph =
+        open(RangeCat::kCpuOp, "## Call CompiledFxGraph f54dmalsiwlllpetndplynay243v3b6k7z2czghnbwjqdu535fg5 ##");
+    const std::size_t copy = open(RangeCat::kCpuOp, "aten::_foreach_copy_");
+    launch(Api::kLaunchKernel, kForeachCopy, main_stream_);
+    close(copy);
+    std::vector<const KernelKind*> nodes;
+    for (int layer = 0; layer < options_.layers; ++layer) {
+      if (layer % 2 == 0) nodes.push_back(&kMemset);
+      for (const KernelKind* k : {&kTritonLayerNorm, &kGemmSm90, &kTritonSplit, &kAttention, &kTritonSoftmax,
+                                  &kGemmSm90, &kTritonLayerNorm, &kGemmCutlass3, &kTritonGelu, &kGemmCutlass3})
+        nodes.push_back(k);
+    }
+    graph_launch(nodes);
+    close(graph);
     close(region);
   }
 
@@ -703,6 +775,7 @@ class TraceWriter {
                    "  {{\n    \"ph\": \"f\", \"id\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {},\n"
                    "    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }}",
                    l.correlation, kDevice, l.stream, Us{l.gpu_start});
+    if (!l.writes_call) return;
     fmt::format_to(std::back_inserter(begin_event()),
                    "  {{\n    \"ph\": \"X\", \"cat\": \"{}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {},\n"
                    "    \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      "

@@ -12,7 +12,8 @@ struct SyntheticTraceOptions {
   int threads = 1;                    // CPU threads, each running the model on its own stream(s)
   int streams = 1;                    // 2: copies and some elementwise work on a side stream
   int layers = 12;                    // transformer layers per step
-  double compiled_fraction = 0.25;    // share of steps that run as one compiled graph
+  double compiled_fraction = 0.25;    // share of the other steps that run as one compiled graph
+  double cuda_graph_fraction = 0.0;   // share of steps replayed as a CUDA graph (mode="reduce-overhead")
   bool python_functions = false;      // python_function frames around module calls (with_stack)
   std::uint64_t seed = 20240607;      // the same seed writes the same bytes
 };

@@ -1,0 +1,131 @@
+// The synthetic traces the benchmarks time must be traces the engine takes in whole: every GPU activity
+// imported and linked to the call that launched it. A trace the reader half skipped would time the wrong work.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <unistd.h>
+
+#include "opprof/attribute/engine.hpp"
+#include "opprof/ingest/kineto.hpp"
+#include "synthetic_trace.hpp"
+
+namespace opprof::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SyntheticTrace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("opprof_synthetic_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// Per launch call, the GPU activities whose correlation names it.
+std::map<std::size_t, std::size_t> activities_per_launch(const Timeline& tl) {
+  std::map<std::uint64_t, std::size_t> launch_of;
+  for (std::size_t i = 0; i < tl.launches.size(); ++i) launch_of.emplace(tl.launches.correlation[i], i);
+  std::map<std::size_t, std::size_t> per_launch;
+  for (std::size_t k = 0; k < tl.kernels.size(); ++k) {
+    const auto it = launch_of.find(tl.kernels.correlation[k]);
+    EXPECT_NE(it, launch_of.end()) << "activity " << k << " has no launch";
+    if (it != launch_of.end()) ++per_launch[it->second];
+  }
+  return per_launch;
+}
+
+void expect_every_activity_attributed_by_correlation(Timeline& tl) {
+  const AttributionTable a = attribute_timeline(tl, nullptr, AttributionOptions{});
+  ASSERT_EQ(a.size(), tl.kernels.size());
+  std::size_t by_correlation = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) by_correlation += a.path[k] == AttributionPath::kCorrelation;
+  EXPECT_EQ(by_correlation, a.size());
+}
+
+TEST_F(SyntheticTrace, CudaGraphReplaysLaunchAWholeForwardThroughOneCall) {
+  SyntheticTraceOptions o;
+  o.kernels = 3000;
+  o.cuda_graph_fraction = 1.0;
+  o.output = path("graphs.json");
+  const SyntheticTraceSummary s = write_synthetic_trace(o);
+  EXPECT_EQ(s.kernels, o.kernels);
+  Timeline tl = read_kineto_trace(o.output);
+  ASSERT_EQ(tl.kernels.size(), o.kernels);
+
+  // Each step: now and then an upload of the inputs (cudaMemcpyAsync), the copy into the graph's static
+  // inputs (cudaLaunchKernel), then one cudaGraphLaunch for the 12 layers' 10 kernels and a memset every
+  // other layer; the last step stops at the quota.
+  std::size_t graphs = 0, copies = 0, uploads = 0, graph_activities = 0, full_graphs = 0;
+  for (const auto& [launch, activities] : activities_per_launch(tl)) {
+    const std::string_view api = tl.str(tl.launches.api[launch]);
+    if (api == "cudaGraphLaunch") {
+      ++graphs;
+      graph_activities += activities;
+      full_graphs += activities == 12 * 10 + 6;
+      continue;
+    }
+    EXPECT_EQ(activities, 1u) << api;
+    if (api == "cudaMemcpyAsync")
+      ++uploads;
+    else if (api == "cudaLaunchKernel")
+      ++copies;
+    else
+      ADD_FAILURE() << "unexpected launch call " << api;
+  }
+  EXPECT_GT(uploads, 0u);
+  EXPECT_EQ(graphs, copies);
+  EXPECT_GE(full_graphs + 1, graphs);
+  EXPECT_EQ(graph_activities + copies + uploads, o.kernels);
+  expect_every_activity_attributed_by_correlation(tl);
+}
+
+TEST_F(SyntheticTrace, MixedStepsOnThreadsAndStreamsAreTakenInWhole) {
+  SyntheticTraceOptions o;
+  o.kernels = 20000;
+  o.threads = 2;
+  o.streams = 2;
+  o.cuda_graph_fraction = 0.3;
+  o.compiled_fraction = 0.3;
+  o.python_functions = true;
+  o.output = path("mixed.json.gz");
+  const SyntheticTraceSummary s = write_synthetic_trace(o);
+  Timeline tl = read_kineto_trace(o.output);
+  ASSERT_EQ(tl.kernels.size(), s.kernels);
+  std::size_t graph_launches = 0;
+  for (const auto& [launch, activities] : activities_per_launch(tl))
+    graph_launches += tl.str(tl.launches.api[launch]) == "cudaGraphLaunch";
+  EXPECT_GT(graph_launches, 0u);
+  expect_every_activity_attributed_by_correlation(tl);
+}
+
+TEST_F(SyntheticTrace, TheSameSeedWritesTheSameBytes) {
+  auto bytes_of = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  SyntheticTraceOptions o;
+  o.kernels = 5000;
+  o.cuda_graph_fraction = 0.5;
+  o.output = path("a.json");
+  write_synthetic_trace(o);
+  const std::string first = bytes_of(o.output);
+  write_synthetic_trace(o);
+  EXPECT_EQ(bytes_of(o.output), first);
+  o.seed += 1;
+  write_synthetic_trace(o);
+  EXPECT_NE(bytes_of(o.output), first);
+}
+
+}  // namespace
+}  // namespace opprof::bench
