@@ -318,6 +318,55 @@ TEST(AttributionPhases, BackwardKernelsGetTheirForwardOperatorsModuleAndOptimize
   }
 }
 
+// A CUDA graph replay: one cudaGraphLaunch, every kernel of the graph with its correlation. The engine looks
+// the launch's ranges up once for a run of its kernels; a kernel of another launch between them must not
+// leak into the run, nor the run into it.
+TEST(AttributionPhases, TheKernelsOfOneGraphLaunchAllGetWhatTheLaunchsRangesSay) {
+  Builder b;
+  b.range(RangeKind::kModule, "model", 0, 1000);
+  b.tl.ranges.add(RangeKind::kAnnotation, RangeScope::kThread, b.tl.strings.intern("Optimizer.step#AdamW.step"),
+                  b.tl.strings.intern("user_annotation"), kPid, kTid, 100, 400);
+  b.range(RangeKind::kOperator, "aten::_foreach_add_", 150, 350);
+  b.range(RangeKind::kModule, "head", 500, 900);
+  b.range(RangeKind::kOperator, "aten::add", 550, 650);
+  const std::uint64_t graph = b.next_corr++;
+  b.tl.launches.add(b.tl.strings.intern("cudaGraphLaunch"), kPid, kTid, 200, 260, graph);
+  auto graph_kernel = [&](std::int64_t gs) {
+    auto i = b.tl.kernels.add(ActivityKind::kKernel, b.tl.strings.intern("multi_tensor_apply_kernel"), 0, 7, gs, gs + 10);
+    b.tl.kernels.correlation[i] = graph;
+    return i;
+  };
+  const std::vector<std::size_t> replay = {graph_kernel(1000), graph_kernel(1020)};
+  const std::size_t between = b.kernel("add_kernel", 600, 1030, 1040, /*stream=*/8);
+  const std::vector<std::size_t> rest = {graph_kernel(1040), graph_kernel(1060), graph_kernel(1080)};
+  // A second replay, inside the module's operator.
+  const std::uint64_t head_graph = b.next_corr++;
+  b.tl.launches.add(b.tl.strings.intern("cudaGraphLaunch"), kPid, kTid, 610, 640, head_graph);
+  std::vector<std::size_t> head_replay;
+  for (std::int64_t gs : {1090, 1100}) {
+    head_replay.push_back(b.tl.kernels.add(ActivityKind::kKernel, b.tl.strings.intern("add_kernel"), 0, 8, gs, gs + 5));
+    b.tl.kernels.correlation[head_replay.back()] = head_graph;
+  }
+
+  AttributionTable a = attribute_timeline(b.tl, nullptr, AttributionOptions{});
+  for (const auto& kernels : {replay, rest})
+    for (std::size_t i : kernels) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(a.path[i], AttributionPath::kCorrelation);
+      EXPECT_EQ(b.op(a, i), "aten::_foreach_add_");
+      EXPECT_EQ(a.phase[i], Phase::kOptimizer);
+      EXPECT_EQ(b.module(a, i), "optimizer: AdamW");
+      EXPECT_EQ(a.module_source[i], ModuleSource::kOptimizerStep);
+    }
+  for (std::size_t i : {between, head_replay[0], head_replay[1]}) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(b.op(a, i), "aten::add");
+    EXPECT_EQ(a.phase[i], Phase::kForward);
+    EXPECT_EQ(b.module(a, i), "head");
+    EXPECT_EQ(a.module_source[i], ModuleSource::kThreadRange);
+  }
+}
+
 TEST(AttributionPhases, SequenceNumbersOfSeveralForwardThreadsNeedTheFlowsThreadMap) {
   // Two threads ran numbered forward operators with the same number: without a flow naming which
   // RecordFunction thread is which, the link would be a guess, so none is made.

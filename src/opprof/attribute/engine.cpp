@@ -105,17 +105,44 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   std::vector<std::uint32_t> launch_of(n, kNoIndex);
   std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
   PerStringMemo<StrId> backend_of_op(tl.strings.size());  // operator name -> its opaque backend, kNoString if none
+  std::uint32_t previous_launch = kNoIndex;
+  std::uint64_t previous_correlation = kNoCorrelation;
+  std::size_t previous_kernel = 0;
+  // What this path sets from the launch alone, from the kernel before of the same launch.
+  auto copy_launch_attribution = [&](std::size_t from, std::size_t to) {
+    a.path[to] = a.path[from];
+    a.confidence[to] = a.confidence[from];
+    a.op_range[to] = a.op_range[from];
+    a.op[to] = a.op[from];
+    a.top_op[to] = a.top_op[from];
+    a.reason[to] = a.reason[from];
+    a.opaque[to] = a.opaque[from];
+    a.opaque_backend[to] = a.opaque_backend[from];
+    a.module[to] = a.module[from];
+    a.module_source[to] = a.module_source[from];
+    thread_module_of[to] = thread_module_of[from];
+  };
   for (std::size_t i = 0; i < n; ++i) {
     if (k.correlation[i] == kNoCorrelation) {
       a.reason[i] = reason_no_corr;
       continue;
     }
-    const std::uint32_t li = launch_with(k.correlation[i]);
+    const std::uint32_t li =
+        k.correlation[i] == previous_correlation ? previous_launch : launch_with(k.correlation[i]);
     if (li == kNoIndex) {
       a.reason[i] = reason_no_launch;
       continue;
     }
     launch_of[i] = li;
+    // A CUDA graph's kernels share one launch and follow each other in the table: the ranges around it are
+    // looked up once (a reduce-overhead step replays a hundred kernels a launch).
+    if (li == previous_launch) {
+      copy_launch_attribution(previous_kernel, i);
+      continue;
+    }
+    previous_launch = li;
+    previous_correlation = k.correlation[i];
+    previous_kernel = i;
     const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
     if (!th) {
       a.reason[i] = reason_outside;

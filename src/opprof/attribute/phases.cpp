@@ -167,6 +167,39 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
   const StrId plain_optimizer = tl.strings.intern("optimizer");
   std::size_t backward_kernels = 0, backward_linked = 0, optimizer_kernels = 0, communication = 0;
 
+  // What the ranges around a launch say about its phase. A CUDA graph's kernels share one launch and
+  // follow each other in the table: they ask once (a reduce-overhead step replays a hundred kernels a launch).
+  struct LaunchPhaseFacts {
+    StrId step = kNoString;  // the optimizer step annotation around the launch
+    bool collective = false;  // a collective's own work (gloo's copies between the device and the host it reduces on)
+    const IntervalIndex::Interval* node = nullptr;  // the innermost autograd node around the launch
+    bool optimizer_op = false;
+    bool thread_known = false;
+  };
+  auto phase_facts = [&](std::uint32_t li) {
+    LaunchPhaseFacts f;
+    const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
+    if (!th) return f;
+    f.thread_known = true;
+    const std::int64_t t = l.cpu_start_ns[li];
+    th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
+      if (f.step == kNoString && (range_traits & TextTraits::kOptimizerStep)) f.step = r.text[iv.id];
+      f.collective = f.collective || (range_traits & TextTraits::kCommunication);
+    });
+    th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
+      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
+      if (is_backward_node(r, iv.id, range_traits) &&
+          (!f.node || iv.start > f.node->start || (iv.start == f.node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
+        f.node = &iv;
+      f.optimizer_op = f.optimizer_op || (range_traits & TextTraits::kOptimizerOp);
+      f.collective = f.collective || (range_traits & TextTraits::kCommunication);
+    });
+    return f;
+  };
+  std::uint32_t facts_launch = kNoIndex;
+  LaunchPhaseFacts facts;
+
   for (std::size_t i = 0; i < k.size(); ++i) {
     const bool known = a.path[i] != AttributionPath::kNone || a.module[i] != kNoString;
     a.phase[i] = known ? Phase::kForward : Phase::kOther;
@@ -177,29 +210,12 @@ void assign_phases(Timeline& tl, const ThreadRangeIndexes& threads, const std::v
     }
     const std::uint32_t li = launch_of[i];
     if (li == kNoIndex) continue;
-    const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
-    if (!th) continue;
-    const std::int64_t t = l.cpu_start_ns[li];
-
-    // The optimizer step, and a collective's own work (gloo's copies between the device and the host it
-    // reduces on).
-    StrId step = kNoString;
-    bool collective = false;
-    th->annotations.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
-      if (step == kNoString && (range_traits & TextTraits::kOptimizerStep)) step = r.text[iv.id];
-      collective = collective || (range_traits & TextTraits::kCommunication);
-    });
-    const IntervalIndex::Interval* node = nullptr;
-    bool optimizer_op = false;
-    th->ops.for_each_containing(t, t, [&](const IntervalIndex::Interval& iv) {
-      const std::uint8_t range_traits = traits.of(r.text[iv.id]);
-      if (is_backward_node(r, iv.id, range_traits) && (!node || iv.start > node->start ||
-                                                (iv.start == node->start && r.sequence_nr[iv.id] != kNoSequenceNr)))
-        node = &iv;
-      optimizer_op = optimizer_op || (range_traits & TextTraits::kOptimizerOp);
-      collective = collective || (range_traits & TextTraits::kCommunication);
-    });
+    if (li != facts_launch) {
+      facts = phase_facts(li);
+      facts_launch = li;
+    }
+    if (!facts.thread_known) continue;
+    const auto [step, collective, node, optimizer_op, thread_known] = facts;
     if (collective) {
       a.phase[i] = Phase::kCommunication;
       ++communication;
