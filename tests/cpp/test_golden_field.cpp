@@ -93,6 +93,44 @@ TEST(GoldenField, EveryNcuRowMatchesOneKernelAndAnotherLaunchConfigurationIsFlag
   }
 }
 
+// torch.profiler's schedule puts a ProfilerStep#N annotation around each step. In a CUDA graph replay no
+// operator range is around the launch, and the annotation is all correlation finds: it must not take the
+// library kernels (cuBLAS GEMMs, attention) from the compiled graph's calls that name them without it.
+TEST(GoldenField, AProfilerStepAroundACudaGraphReplayNamesNoneOfItsKernels) {
+  for (const char* name : {"gpt2_reduce-overhead", "resnet50_reduce-overhead", "vit_reduce-overhead"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = kFixtures + "/field/" + name;
+    InductorArtifacts ind = read_inductor_artifacts(dir + "/inductor");
+    Timeline plain = read_kineto_trace(dir + "/trace.json.gz");
+    const AttributionTable without_step = attribute_timeline(plain, &ind, AttributionOptions{});
+
+    Timeline tl = read_kineto_trace(dir + "/trace.json.gz");
+    std::size_t graph_launch = kNoIndex;
+    for (std::size_t i = 0; i < tl.launches.size(); ++i)
+      if (tl.str(tl.launches.api[i]) == "cudaGraphLaunch") graph_launch = i;
+    ASSERT_NE(graph_launch, kNoIndex);
+    std::int64_t first = tl.launches.cpu_start_ns[graph_launch], last = tl.launches.cpu_end_ns[graph_launch];
+    for (std::size_t r = 0; r < tl.ranges.size(); ++r) {
+      first = std::min(first, tl.ranges.start_ns[r]);
+      last = std::max(last, tl.ranges.end_ns[r]);
+    }
+    tl.ranges.add(RangeKind::kAnnotation, RangeScope::kThread, tl.strings.intern("ProfilerStep#4"),
+                  tl.strings.intern("user_annotation"), tl.launches.pid[graph_launch], tl.launches.tid[graph_launch],
+                  first - 1000, last + 1000);
+    const AttributionTable with_step = attribute_timeline(tl, &ind, AttributionOptions{});
+
+    std::size_t replayed = 0;
+    for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
+      if (tl.kernels.correlation[i] != tl.launches.correlation[graph_launch]) continue;
+      ++replayed;
+      SCOPED_TRACE(tl.str(tl.kernels.name[i]));
+      EXPECT_EQ(tl.str(with_step.op[i]), plain.str(without_step.op[i]));
+      EXPECT_EQ(with_step.path[i], without_step.path[i]);
+    }
+    EXPECT_GT(replayed, 100u);
+  }
+}
+
 TEST(GoldenTrain, KernelTimeInAModuleOrTheOptimizerStepReaches95Percent) {
   for (const TrainCase& tc : kTrainCases) {
     const std::string dir = kFixtures + "/train/" + tc.name;
