@@ -93,9 +93,10 @@ TEST(GoldenField, EveryNcuRowMatchesOneKernelAndAnotherLaunchConfigurationIsFlag
   }
 }
 
-// torch.profiler's schedule puts a ProfilerStep#N annotation around each step. In a CUDA graph replay no
-// operator range is around the launch, and the annotation is all correlation finds: it must not take the
-// library kernels (cuBLAS GEMMs, attention) from the compiled graph's calls that name them without it.
+// torch.profiler's schedule puts a ProfilerStep#N annotation around each step, on the CPU and on the stream.
+// In a CUDA graph replay no operator range is around the launch, and the annotation is all correlation and
+// enclosure find: it must not take the library kernels (cuBLAS GEMMs, attention) from the compiled graph's
+// calls that name them without it.
 TEST(GoldenField, AProfilerStepAroundACudaGraphReplayNamesNoneOfItsKernels) {
   for (const char* name : {"gpt2_reduce-overhead", "resnet50_reduce-overhead", "vit_reduce-overhead"}) {
     SCOPED_TRACE(name);
@@ -117,6 +118,15 @@ TEST(GoldenField, AProfilerStepAroundACudaGraphReplayNamesNoneOfItsKernels) {
     tl.ranges.add(RangeKind::kAnnotation, RangeScope::kThread, tl.strings.intern("ProfilerStep#4"),
                   tl.strings.intern("user_annotation"), tl.launches.pid[graph_launch], tl.launches.tid[graph_launch],
                   first - 1000, last + 1000);
+    // Kineto also projects the step onto the stream its kernels ran on.
+    std::int64_t gpu_first = tl.kernels.start_ns[0], gpu_last = tl.kernels.end_ns[0];
+    for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
+      gpu_first = std::min(gpu_first, tl.kernels.start_ns[i]);
+      gpu_last = std::max(gpu_last, tl.kernels.end_ns[i]);
+    }
+    tl.ranges.add(RangeKind::kAnnotation, RangeScope::kStream, tl.strings.intern("ProfilerStep#4"),
+                  tl.strings.intern("gpu_user_annotation"), 0, tl.kernels.stream[0], gpu_first, gpu_last,
+                  tl.kernels.device[0]);
     const AttributionTable with_step = attribute_timeline(tl, &ind, AttributionOptions{});
 
     std::size_t replayed = 0;

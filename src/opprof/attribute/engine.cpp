@@ -51,6 +51,17 @@ constexpr std::string_view kReasonNoCorrelation = "the kernel carries no correla
 constexpr std::string_view kReasonNoLaunch = "no launch record for its correlation id and no stream range encloses it";
 constexpr std::string_view kReasonOutsideOps =
     "its launch is outside every operator range on the launching thread and no stream range encloses it";
+constexpr std::string_view kReasonInCompiledCall =
+    "launched by a compiled graph's call with no operator range around the launch (a CUDA graph replay): "
+    "Inductor's debug directory (--inductor) names its kernels";
+
+// Whether an annotation around a launch at t also encloses the compiled graph's call around it: then it says
+// nothing about the kernel that the graph's call does not say better.
+bool encloses_compiled_call_around(const ThreadRangeIndexes::PerThread& th, const IntervalIndex::Interval& annotation,
+                                   std::int64_t t) {
+  const IntervalIndex::Interval* region = th.regions.innermost(t, t);
+  return region && annotation.start <= region->start && region->end <= annotation.end;
+}
 
 }  // namespace
 
@@ -97,6 +108,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   const StrId reason_no_corr = tl.strings.intern(kReasonNoCorrelation);
   const StrId reason_no_launch = tl.strings.intern(kReasonNoLaunch);
   const StrId reason_outside = tl.strings.intern(kReasonOutsideOps);
+  const StrId reason_in_compiled_call = tl.strings.intern(kReasonInCompiledCall);
 
   std::vector<std::uint8_t>* on_path = notes ? &notes->operator_on_launch_path : nullptr;
   if (on_path) on_path->assign(r.size(), 0);
@@ -168,9 +180,12 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.op_range[i] = op->id;
       a.op[i] = r.text[op->id];
       a.top_op[i] = r.text[ops.outer->id];
-    } else if (const auto ann = th->annotations.innermost_and_outermost(t, t); ann.inner) {
+    } else if (const auto ann = th->annotations.innermost_and_outermost(t, t);
+               ann.inner && !encloses_compiled_call_around(*th, *ann.inner, t)) {
       // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,
-      // a library's markers) name the work instead.
+      // a library's markers) name the work instead, unless they only enclose the compiled graph's call
+      // that launched it (torch.profiler's ProfilerStep#N around a CUDA graph's replay): only the graph's
+      // own calls, from Inductor's directory, name those kernels.
       a.path[i] = AttributionPath::kCorrelation;
       a.confidence[i] = confidence::kAnnotationAroundLaunch;
       a.op_range[i] = ann.inner->id;
@@ -178,7 +193,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.top_op[i] = r.text[ann.outer->id];
       if (on_path) (*on_path)[ann.inner->id] = 1;
     } else {
-      a.reason[i] = reason_outside;
+      a.reason[i] = th->regions.innermost(t, t) ? reason_in_compiled_call : reason_outside;
     }
     if (const auto* mod = th->modules.innermost(t, t)) {
       a.module[i] = r.text[mod->id];
@@ -239,7 +254,11 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     if (st == streams.end()) continue;
     const std::int64_t s0 = k.start_ns[i], s1 = k.end_ns[i];
     if (need_op) {
-      if (const auto* op = st->second.ops.innermost(s0, s1)) {
+      // An annotation on the stream around a kernel launched by a compiled graph's call (the GPU side of a
+      // ProfilerStep#N around a CUDA graph's replay) is no more its operator than the CPU side is.
+      const auto* op = st->second.ops.innermost(s0, s1);
+      if (op && a.reason[i] == reason_in_compiled_call && r.kind[op->id] == RangeKind::kAnnotation) op = nullptr;
+      if (op) {
         a.path[i] = AttributionPath::kEnclosure;
         a.confidence[i] = confidence::kRangeOnStream;
         a.op_range[i] = op->id;
