@@ -1,35 +1,26 @@
 // The synthetic traces the benchmarks time must be traces the engine takes in whole: every GPU activity
-// imported, linked to the call that launched it and attributed as a real trace of that shape is. A trace the reader half skipped would time the wrong work.
+// imported, linked to the call that launched it and attributed as a real trace of that shape is. A trace the
+// reader half skipped would time the wrong work.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
-#include <unistd.h>
 
 #include "opprof/attribute/engine.hpp"
 #include "opprof/ingest/kineto.hpp"
+#include "profile_fixture.hpp"
 #include "synthetic_trace.hpp"
 
 namespace opprof::bench {
 namespace {
 
-namespace fs = std::filesystem;
-
 class SyntheticTrace : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("opprof_synthetic_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return dir_.file(name); }
 
-  fs::path dir_;
+  opprof::testing::TempDir dir_;
 };
 
 // Per launch call, the GPU activities whose correlation names it.
