@@ -6,7 +6,10 @@
 #   scripts/capture_field_fixtures.sh counters DEST    # every ncu pass (after `timelines`, same DEST)
 #   scripts/capture_field_fixtures.sh microkernels DEST  # only the microkernels, both passes
 #   scripts/capture_field_fixtures.sh tracer_train DEST  # builds opprof, then the train/ steps under the tracer
+#   scripts/capture_field_fixtures.sh scheduled DEST     # field/<model>_reduce-overhead_scheduled timelines
 #
+# field/<model>_reduce-overhead_scheduled: the timeline pass alone, with torch.profiler's schedule and prof.step()
+#   (user_capture.py --schedule): the replayed step inside a ProfilerStep#N annotation, as training loops record it.
 # field/<model>_<mode>: scripts/user_capture.py, timeline (torch.profiler) and ncu in two separate processes,
 #   each with its own fresh Inductor/Triton cache (nothing of opprof in either process).
 # train/<name>: examples/train_lm.py, one AdamW step, by plain torch.profiler(with_modules=True, with_stack=True)
@@ -89,6 +92,18 @@ micro_counters() {
 }
 
 case "$STAGE" in
+scheduled)
+  for model in gpt2 vit; do
+    d="$DEST/field/${model}_reduce-overhead_scheduled"
+    mkdir -p "$d"
+    "$PYTHON" "$REPO/scripts/user_capture.py" --model "$model" --mode reduce-overhead --pass timeline --schedule \
+      --out "$d" >"$d/timeline.log" 2>&1 || say "$model: the timeline pass failed"
+    trim_inductor "$d/debug" "$d/inductor"
+    rm -rf "$d/debug" "$d/cache_timeline"
+    [[ -f "$d/trace.json" ]] && gzip -9 -n -f "$d/trace.json"
+    say "field $(basename "$d"): $(ls "$d" | tr '\n' ' ')"
+  done
+  ;;
 timelines)
   build_opprof
   pids=()
@@ -168,6 +183,6 @@ tracer_train)
     say "tracer $(basename "$(dirname "$d")"): $(ls "$d" | tr '\n' ' ')"
   done
   ;;
-*) echo "stage must be timelines, counters, microkernels or tracer_train" >&2; exit 2 ;;
+*) echo "stage must be timelines, counters, microkernels, tracer_train or scheduled" >&2; exit 2 ;;
 esac
 say "done: $(du -sh "$DEST" | cut -f1)"

@@ -56,6 +56,10 @@ def main() -> int:
     parser.add_argument("--pass", dest="pass_", required=True, choices=("timeline", "ncu"))
     parser.add_argument("--out", required=True)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument(
+        "--schedule", action="store_true",
+        help="timeline pass: profile with torch.profiler's schedule (wait 1, warmup 1, active 1) and prof.step(), "
+        "as training loops do: the measured step sits in a ProfilerStep#N annotation")
     args = parser.parse_args()
 
     out = Path(args.out).resolve()
@@ -86,17 +90,28 @@ def main() -> int:
         if args.pass_ == "timeline":
             from torch.profiler import ProfilerActivity, profile
 
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                step()
-                torch.cuda.synchronize()
-            prof.export_chrome_trace(str(out / "trace.json"))
+            if args.schedule:
+                from torch.profiler import schedule
+
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                             schedule=schedule(wait=1, warmup=1, active=1),
+                             on_trace_ready=lambda p: p.export_chrome_trace(str(out / "trace.json"))) as prof:
+                    for _ in range(3):
+                        step()
+                        torch.cuda.synchronize()
+                        prof.step()
+            else:
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    step()
+                    torch.cuda.synchronize()
+                prof.export_chrome_trace(str(out / "trace.json"))
         else:
             torch.cuda.profiler.start()
             step()
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
     record = {
-        "model": args.model, "mode": args.mode, "pass": args.pass_, "warmup": args.warmup,
+        "model": args.model, "mode": args.mode, "pass": args.pass_, "warmup": args.warmup, "schedule": args.schedule,
         "warmup_s": warm_s, "torch": torch.__version__, "cuda": torch.version.cuda,
         "device": torch.cuda.get_device_name(0), "argv": sys.argv,
     }

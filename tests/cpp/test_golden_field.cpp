@@ -141,6 +141,37 @@ TEST(GoldenField, AProfilerStepAroundACudaGraphReplayNamesNoneOfItsKernels) {
   }
 }
 
+// The same on captures made with the schedule (field/*_reduce-overhead_scheduled: torch.profiler wrote the
+// ProfilerStep#2 annotation on the thread and on the stream): every kernel of the replay is named by the
+// compiled graph's calls, and none by the step; without Inductor's directory none is named, and each says why.
+TEST(GoldenField, ScheduledCapturesOfCudaGraphReplaysAreAttributedByTheGraphsCalls) {
+  for (const char* name : {"gpt2_reduce-overhead_scheduled", "vit_reduce-overhead_scheduled"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = kFixtures + "/field/" + name;
+    Timeline tl = read_kineto_trace(dir + "/trace.json.gz");
+    std::size_t step_annotations = 0;
+    for (std::size_t r = 0; r < tl.ranges.size(); ++r)
+      step_annotations += tl.str(tl.ranges.text[r]).rfind("ProfilerStep#", 0) == 0;
+    EXPECT_EQ(step_annotations, 2u) << "one on the thread, one on the stream";
+    InductorArtifacts ind = read_inductor_artifacts(dir + "/inductor");
+    const AttributionTable with_inductor = attribute_timeline(tl, &ind, AttributionOptions{});
+    const AttributionTable without = attribute_timeline(tl, nullptr, AttributionOptions{});
+    std::int64_t kernel_ns = 0, fusion_ns = 0;
+    for (std::size_t i = 0; i < tl.kernels.size(); ++i) {
+      SCOPED_TRACE(tl.str(tl.kernels.name[i]));
+      EXPECT_NE(tl.str(with_inductor.op[i]).rfind("ProfilerStep#", 0), 0u);
+      EXPECT_NE(tl.str(without.op[i]).rfind("ProfilerStep#", 0), 0u);
+      if (tl.kernels.kind[i] != ActivityKind::kKernel) continue;
+      kernel_ns += tl.kernels.duration_ns(i);
+      if (with_inductor.path[i] == AttributionPath::kFusion) fusion_ns += tl.kernels.duration_ns(i);
+      if (without.path[i] == AttributionPath::kNone) {
+        EXPECT_NE(tl.str(without.reason[i]).find("--inductor"), std::string_view::npos);
+      }
+    }
+    EXPECT_GE(static_cast<double>(fusion_ns), 0.99 * static_cast<double>(kernel_ns));
+  }
+}
+
 TEST(GoldenTrain, KernelTimeInAModuleOrTheOptimizerStepReaches95Percent) {
   for (const TrainCase& tc : kTrainCases) {
     const std::string dir = kFixtures + "/train/" + tc.name;
