@@ -43,7 +43,8 @@ void expect_attributed_as_launched(Timeline& tl) {
   const AttributionTable a = attribute_timeline(tl, nullptr, AttributionOptions{});
   ASSERT_EQ(a.size(), tl.kernels.size());
   std::map<std::uint64_t, std::string_view> api_of;
-  for (std::size_t i = 0; i < tl.launches.size(); ++i) api_of.emplace(tl.launches.correlation[i], tl.str(tl.launches.api[i]));
+  for (std::size_t i = 0; i < tl.launches.size(); ++i)
+    api_of.emplace(tl.launches.correlation[i], tl.str(tl.launches.api[i]));
   std::size_t by_correlation = 0, replayed = 0, replayed_unattributed = 0;
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (api_of[tl.kernels.correlation[k]] != "cudaGraphLaunch") {

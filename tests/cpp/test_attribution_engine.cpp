@@ -332,7 +332,8 @@ TEST(AttributionPhases, TheKernelsOfOneGraphLaunchAllGetWhatTheLaunchsRangesSay)
   const std::uint64_t graph = b.next_corr++;
   b.tl.launches.add(b.tl.strings.intern("cudaGraphLaunch"), kPid, kTid, 200, 260, graph);
   auto graph_kernel = [&](std::int64_t gs) {
-    auto i = b.tl.kernels.add(ActivityKind::kKernel, b.tl.strings.intern("multi_tensor_apply_kernel"), 0, 7, gs, gs + 10);
+    auto i =
+        b.tl.kernels.add(ActivityKind::kKernel, b.tl.strings.intern("multi_tensor_apply_kernel"), 0, 7, gs, gs + 10);
     b.tl.kernels.correlation[i] = graph;
     return i;
   };
