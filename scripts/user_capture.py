@@ -5,7 +5,8 @@ its own fresh Inductor/Triton cache, so autotuned launch configurations may diff
   ncu --profile-from-start off --target-processes all ... python scripts/user_capture.py --model gpt2 --pass ncu --out DIR
 
 --pass timeline: torch.profiler (CPU + CUDA activities) over one measured step after the warm-up, exported to
-DIR/trace.json; TORCH_COMPILE_DEBUG=1 writes Inductor's debug directory to DIR/debug.
+DIR/trace.json; TORCH_COMPILE_DEBUG=1 writes Inductor's debug directory to DIR/debug. With --schedule the step is
+the active one of torch.profiler's schedule (wait 1, warm-up 1, active 1), inside its ProfilerStep#N annotation.
 --pass ncu: the measured step between torch.cuda.profiler.start()/stop(), for ncu's --profile-from-start off.
 Nothing of opprof is imported: this is the capture a user makes by hand. Models are built from their
 configs (no weights are downloaded): gpt2 (transformers GPT-2 small, batch 4 x 128), resnet50 (torchvision,
