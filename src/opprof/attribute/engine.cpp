@@ -42,6 +42,7 @@ std::uint64_t stream_key(std::uint32_t device, std::uint64_t stream) { return (s
 
 struct StreamIndexes {
   IntervalIndex ops;      // operator and annotation ranges on the stream
+  bool has_operators = false;  // ops holds operator ranges, not only annotations
   IntervalIndex modules;  // module ranges on the stream, native or projected
   IntervalIndex regions;  // compiled regions on the stream: the coarsest fallback
 };
@@ -83,6 +84,9 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     StreamIndexes& s = streams[stream_key(r.device(i), r.owner(i))];
     switch (r.kind[i]) {
       case RangeKind::kOperator:
+        s.has_operators = true;
+        s.ops.add(r.start_ns[i], r.end_ns[i], id);
+        break;
       case RangeKind::kAnnotation: s.ops.add(r.start_ns[i], r.end_ns[i], id); break;
       case RangeKind::kModule: s.modules.add(r.start_ns[i], r.end_ns[i], id); break;
       case RangeKind::kCompiledRegion: s.regions.add(r.start_ns[i], r.end_ns[i], id); break;
@@ -255,9 +259,11 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     const std::int64_t s0 = k.start_ns[i], s1 = k.end_ns[i];
     if (need_op) {
       // An annotation on the stream around a kernel launched by a compiled graph's call (the GPU side of a
-      // ProfilerStep#N around a CUDA graph's replay) is no more its operator than the CPU side is.
-      const auto* op = st->second.ops.innermost(s0, s1);
-      if (op && a.reason[i] == reason_in_compiled_call && r.kind[op->id] == RangeKind::kAnnotation) op = nullptr;
+      // ProfilerStep#N around a CUDA graph's replay) is no more its operator than the CPU side is; where the
+      // stream has annotations only, the question is not asked for each of the replay's kernels.
+      const bool annotations_name_it = a.reason[i] != reason_in_compiled_call;
+      const auto* op = annotations_name_it || st->second.has_operators ? st->second.ops.innermost(s0, s1) : nullptr;
+      if (op && !annotations_name_it && r.kind[op->id] == RangeKind::kAnnotation) op = nullptr;
       if (op) {
         a.path[i] = AttributionPath::kEnclosure;
         a.confidence[i] = confidence::kRangeOnStream;
