@@ -274,12 +274,7 @@ void apply_call(const CallProvenance& p, std::size_t i, AttributionTable& a) {
     a.module[i] = p.module;
     a.module_source[i] = ModuleSource::kFxProvenance;
   }
-  // Only an annotation around the launch (a ProfilerStep#N, a user's record_function) encloses the whole
-  // compiled call, as it does a CUDA graph's replay, where no operator range is around the launch: the
-  // graph's own call for this kernel says more.
-  const bool around_call = a.path[i] == AttributionPath::kCorrelation &&
-                           a.confidence[i] == confidence::kAnnotationAroundLaunch;
-  const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < confidence::kVague || around_call;
+  const bool vague = a.path[i] == AttributionPath::kNone || a.confidence[i] < confidence::kVague;
   if (!p.generated && !vague) return;  // a library kernel keeps the operator correlation found
   // A generated kernel is what the call names (correlation found its launcher range, which carries the same
   // name, or only an enclosing compiled-graph wrapper, or nothing); so is a library kernel that only a coarse
