@@ -56,11 +56,9 @@ constexpr std::string_view kReasonInCompiledCall =
     "launched by a compiled graph's call with no operator range around the launch (a CUDA graph replay): "
     "Inductor's debug directory (--inductor) names its kernels";
 
-// Whether an annotation around a launch at t also encloses the compiled graph's call around it: then it says
-// nothing about the kernel that the graph's call does not say better.
-bool encloses_compiled_call_around(const ThreadRangeIndexes::PerThread& th, const IntervalIndex::Interval& annotation,
-                                   std::int64_t t) {
-  const IntervalIndex::Interval* region = th.regions.innermost(t, t);
+// Whether an annotation around a launch also encloses the compiled graph's call around it (region, null when
+// none): then it says nothing about the kernel that the graph's call does not say better.
+bool encloses_compiled_call(const IntervalIndex::Interval& annotation, const IntervalIndex::Interval* region) {
   return region && annotation.start <= region->start && region->end <= annotation.end;
 }
 
@@ -85,8 +83,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
     switch (r.kind[i]) {
       case RangeKind::kOperator:
         s.has_operators = true;
-        s.ops.add(r.start_ns[i], r.end_ns[i], id);
-        break;
+        [[fallthrough]];
       case RangeKind::kAnnotation: s.ops.add(r.start_ns[i], r.end_ns[i], id); break;
       case RangeKind::kModule: s.modules.add(r.start_ns[i], r.end_ns[i], id); break;
       case RangeKind::kCompiledRegion: s.regions.add(r.start_ns[i], r.end_ns[i], id); break;
@@ -121,7 +118,7 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
   std::vector<std::uint32_t> launch_of(n, kNoIndex);
   std::vector<std::uint32_t> thread_module_of(n, kNoIndex);
   PerStringMemo<StrId> backend_of_op(tl.strings.size());  // operator name -> its opaque backend, kNoString if none
-  std::uint32_t previous_launch = kNoIndex;
+  // The last kernel looked up by its launch, and that launch's correlation id.
   std::uint64_t previous_correlation = kNoCorrelation;
   std::size_t previous_kernel = 0;
   // What this path sets from the launch alone, from the kernel before of the same launch.
@@ -143,20 +140,19 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.reason[i] = reason_no_corr;
       continue;
     }
-    const std::uint32_t li =
-        k.correlation[i] == previous_correlation ? previous_launch : launch_with(k.correlation[i]);
+    // A CUDA graph's kernels share one launch and follow each other in the table: the launch and the ranges
+    // around it are looked up once (a reduce-overhead step replays a hundred kernels a launch).
+    if (k.correlation[i] == previous_correlation) {
+      launch_of[i] = launch_of[previous_kernel];
+      copy_launch_attribution(previous_kernel, i);
+      continue;
+    }
+    const std::uint32_t li = launch_with(k.correlation[i]);
     if (li == kNoIndex) {
       a.reason[i] = reason_no_launch;
       continue;
     }
     launch_of[i] = li;
-    // A CUDA graph's kernels share one launch and follow each other in the table: the ranges around it are
-    // looked up once (a reduce-overhead step replays a hundred kernels a launch).
-    if (li == previous_launch) {
-      copy_launch_attribution(previous_kernel, i);
-      continue;
-    }
-    previous_launch = li;
     previous_correlation = k.correlation[i];
     previous_kernel = i;
     const ThreadRangeIndexes::PerThread* th = threads.find(l.pid[li], l.tid[li]);
@@ -184,20 +180,23 @@ AttributionTable attribute_timeline(Timeline& tl, const InductorArtifacts* induc
       a.op_range[i] = op->id;
       a.op[i] = r.text[op->id];
       a.top_op[i] = r.text[ops.outer->id];
-    } else if (const auto ann = th->annotations.innermost_and_outermost(t, t);
-               ann.inner && !encloses_compiled_call_around(*th, *ann.inner, t)) {
+    } else {
       // No framework operator around the launch: a program's own NVTX ranges (a CUDA C++ program,
       // a library's markers) name the work instead, unless they only enclose the compiled graph's call
       // that launched it (torch.profiler's ProfilerStep#N around a CUDA graph's replay): only the graph's
       // own calls, from Inductor's directory, name those kernels.
-      a.path[i] = AttributionPath::kCorrelation;
-      a.confidence[i] = confidence::kAnnotationAroundLaunch;
-      a.op_range[i] = ann.inner->id;
-      a.op[i] = r.text[ann.inner->id];
-      a.top_op[i] = r.text[ann.outer->id];
-      if (on_path) (*on_path)[ann.inner->id] = 1;
-    } else {
-      a.reason[i] = th->regions.innermost(t, t) ? reason_in_compiled_call : reason_outside;
+      const IntervalIndex::Interval* region = th->regions.innermost(t, t);
+      if (const auto ann = th->annotations.innermost_and_outermost(t, t);
+          ann.inner && !encloses_compiled_call(*ann.inner, region)) {
+        a.path[i] = AttributionPath::kCorrelation;
+        a.confidence[i] = confidence::kAnnotationAroundLaunch;
+        a.op_range[i] = ann.inner->id;
+        a.op[i] = r.text[ann.inner->id];
+        a.top_op[i] = r.text[ann.outer->id];
+        if (on_path) (*on_path)[ann.inner->id] = 1;
+      } else {
+        a.reason[i] = region ? reason_in_compiled_call : reason_outside;
+      }
     }
     if (const auto* mod = th->modules.innermost(t, t)) {
       a.module[i] = r.text[mod->id];
