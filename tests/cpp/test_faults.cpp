@@ -163,10 +163,14 @@ TEST_F(Faults, StaleTemporariesOfDeadRunsAreRemovedAndNoOthers) {
   const std::string other_output = path("q.db") + ".tmp-" + std::to_string(dead_pid());
   // A killed run's second database (its attribution rows, written beside the profile's temporary).
   const std::string dead_part = db + ".attribution.tmp-" + std::to_string(dead_pid());
-  for (const std::string& p : {dead, live, not_ours, other_output, dead_part}) std::ofstream(p) << "x";
+  // The last of the four parts of a larger profile's (more than 3M kernels) attribution rows.
+  const std::string dead_later_part = db + ".attribution-3.tmp-" + std::to_string(dead_pid());
+  for (const std::string& p : {dead, live, not_ours, other_output, dead_part, dead_later_part})
+    std::ofstream(p) << "x";
   ASSERT_EQ(run("attribute -q --trace " + fixture("lstm/trace.json.gz") + " -o " + db).status, 0);
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(dead_part));
+  EXPECT_FALSE(fs::exists(dead_later_part));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(not_ours));
   EXPECT_TRUE(fs::exists(other_output));

@@ -506,6 +506,41 @@ TEST_F(ProfileDbTest, TimelineTablesWrittenDuringAttributionGiveTheSameDatabase)
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"once.db", "overlapped.db"}));
 }
 
+TEST_F(ProfileDbTest, AttributionRowsWrittenInPartsGiveTheSameDatabase) {
+  const std::string once = dir.file("once.db");
+  write_profile_db(once, p.inputs());
+  ASSERT_EQ(p.tl.kernels.size(), 7u);
+  // 7 rows, 2 a part: four parts of 2, 2, 2 and 1 rows; 1 a part: still four, of 2, 2, 2 and 1.
+  for (std::size_t rows_per_part : {2, 1, 7}) {
+    const std::string parted = dir.file(fmt::format("parted-{}.db", rows_per_part));
+    {
+      ProfileDbWriter writer(parted, p.tl, /*background=*/true, rows_per_part);
+      EXPECT_EQ(dir.entries().size(), rows_per_part == 7 ? 3u : 6u);  // once.db, the temporary and its parts
+      writer.finish(p.inputs());
+    }
+    EXPECT_EQ(dump_tables(once), dump_tables(parted)) << rows_per_part << " rows a part";
+    std::filesystem::remove(parted);
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"once.db"}));
+  }
+}
+
+TEST_F(ProfileDbTest, AFailureAtALaterAttributionPartLeavesNoFile) {
+  const std::string path = dir.file("profile.db");
+  std::string err = "<no error>";
+  try {
+    ProfileDbWriter writer(path, p.tl, /*background=*/true, /*rows_per_part=*/2);
+    // The third part's file replaced by a directory: the copy cannot attach it.
+    const std::string part = path + ".attribution-2.tmp-" + std::to_string(getpid());
+    ASSERT_TRUE(std::filesystem::remove(part));
+    std::filesystem::create_directory(part);
+    writer.finish(p.inputs());
+  } catch (const OutputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("cannot write profile database " + path + ": SQLite: "), std::string::npos) << err;
+  EXPECT_TRUE(dir.entries().empty());
+}
+
 TEST_F(ProfileDbTest, AWriteLeftUnfinishedOrFailingInTheHelperLeavesNoFile) {
   const std::string path = dir.file("profile.db");
   { ProfileDbWriter writer(path, p.tl, /*background=*/true); }  // attribution failed: no finish()

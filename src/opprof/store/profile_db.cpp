@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -49,6 +51,15 @@ constexpr int kPageSize = 16384;
 // Written to the SQLite header so that tools (`file`, the reader) can tell an opprof profile at a glance.
 // Rows per INSERT statement for the large tables (see Writer::insert_rows).
 constexpr std::size_t kBatchRows = 64;
+// A background write's attribution rows go into at most this many part databases. Past two, more parts
+// gain little (the copy of one part overlaps the writing of the next); each is a temporary file that an
+// interrupt removes, of which the process keeps a fixed number (util/interrupt.cpp).
+constexpr std::size_t kMaxAttributionParts = 4;
+
+// Part 0 keeps the name of the single part databases of earlier versions, whose leftovers it removes.
+std::string attribution_part_name(const std::string& profile, std::size_t part) {
+  return part == 0 ? profile + ".attribution" : fmt::format("{}.attribution-{}", profile, part);
+}
 
 std::string utc_now_iso8601() {
   std::time_t now = std::time(nullptr);
@@ -155,26 +166,27 @@ class Writer {
 
   // The rest, once the timeline is attributed, on this connection alone.
   void write_attributed_tables() {
-    write_attribution();
+    write_attribution(0, in_.attribution->size());
     write_meta_and_ranges();
     write_remaining_tables();
   }
 
-  // The same in parts, so that another connection can write the attribution rows meanwhile (into a
-  // database of its own, copied in afterwards): number_attribution_strings() on this writer, then the
-  // other writer, copied from this one after that, runs write_attribution(); this one goes on with the
-  // rest. Either way the strings are numbered in the same order: attribution's first, then the ranges'.
+  // The same in parts, so that another connection can write the attribution rows meanwhile (into
+  // databases of their own, copied in afterwards): number_attribution_strings() on this writer, then
+  // writers copied from this one after that run write_attribution(); this one goes on with the rest.
+  // Either way the strings are numbered in the same order: attribution's first, then the ranges'.
   void number_attribution_strings() {
     NumberingOnly numbering;
     for (std::size_t i = 0; i < in_.attribution->size(); ++i) bind_attribution_row(numbering, 1, i);
   }
-  void write_attribution() {
+  // The attribution rows of kernels [begin, end).
+  void write_attribution(std::size_t begin, std::size_t end) {
     insert_rows("attribution_rows",
                 "kernel_id, path_id, confidence, op_range_id, op_id, top_op_id, module_id, module_source_id, "
                 "fused_ops_id, fx_nodes_id, provenance_handle_id, source_line_id, family_id, reason_id, opaque, "
                 "opaque_backend_id, phase_id, forward_op_id",
-                18, in_.attribution->size(),
-                [&](Statement& s, int p, std::size_t i) { bind_attribution_row(s, p, i); });
+                18, end - begin,
+                [&](Statement& s, int p, std::size_t i) { bind_attribution_row(s, p, begin + i); });
   }
   void write_meta_and_ranges() {
     write_meta();
@@ -956,12 +968,15 @@ struct ProfileDbWriter::State {
   std::string path;
   std::unique_ptr<AtomicFile> file;  // the temporary: removed on failure, on an interrupt, or unless published
   std::unique_ptr<sqlite::Database> db;
-  // With a helper: the attribution rows go into a database of their own on a second connection, written
+  // With a helper: the attribution rows go into databases of their own on a second connection, written
   // while this one writes the ranges, and are then copied in by SQLite's transfer of whole records
   // (INSERT INTO .. SELECT * between tables of one definition), which costs less than half of writing them.
-  // SQLite writes a database from one thread; this spreads the write over two.
-  std::unique_ptr<AtomicFile> part_file;  // never published: removed when the writer is done
-  std::unique_ptr<sqlite::Database> part_db;
+  // SQLite writes a database from one thread; this spreads the write over two. Where there are many rows
+  // they go in parts of consecutive kernels, each copied in as soon as it is written, so that the copy
+  // overlaps the writing of the parts after it instead of waiting for the last.
+  std::vector<std::unique_ptr<AtomicFile>> part_files;  // never published: each removed once copied in
+  std::vector<std::unique_ptr<sqlite::Database>> part_dbs;
+  std::size_t rows_per_part = 0;
   const Timeline* timeline = nullptr;
   std::vector<std::string_view> strings;  // the timeline's strings when the helper started
   std::thread helper;                     // writes the timeline's tables
@@ -970,9 +985,9 @@ struct ProfileDbWriter::State {
   // Closes the connections before their temporaries are removed.
   void discard() {
     db.reset();
-    part_db.reset();
+    part_dbs.clear();
     file.reset();
-    part_file.reset();
+    part_files.clear();
   }
   // SQLite and output errors name the database; others pass as they are.
   [[noreturn]] void fail(std::exception_ptr error) {
@@ -987,7 +1002,8 @@ struct ProfileDbWriter::State {
   }
 };
 
-ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background)
+ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background,
+                                 std::size_t rows_per_part)
     : s_(std::make_unique<State>()) {
   s_->path = path;
   s_->timeline = &timeline;
@@ -996,8 +1012,20 @@ ProfileDbWriter::ProfileDbWriter(const std::string& path, const Timeline& timeli
     s_->file = std::make_unique<AtomicFile>(path);
     s_->db = create_database(s_->file->temporary());
     if (background) {
-      s_->part_file = std::make_unique<AtomicFile>(path + ".attribution");
-      s_->part_db = create_database(s_->part_file->temporary());
+      // One attribution row per kernel (validate_inputs checks it).
+      const std::size_t rows = timeline.kernels.size();
+      const std::size_t per_part = std::max<std::size_t>(rows_per_part, 1);
+      const std::size_t parts = std::clamp<std::size_t>((rows + per_part - 1) / per_part, 1, kMaxAttributionParts);
+      s_->rows_per_part = (rows + parts - 1) / parts;
+      for (std::size_t i = 0; i < kMaxAttributionParts; ++i) {
+        const std::string name = attribution_part_name(path, i);
+        if (i >= parts) {
+          remove_stale_temporaries(name);  // a larger profile's, of a run killed before it could
+          continue;
+        }
+        s_->part_files.push_back(std::make_unique<AtomicFile>(name));
+        s_->part_dbs.push_back(create_database(s_->part_files.back()->temporary()));
+      }
     }
   } catch (...) {
     s_->fail(std::current_exception());
@@ -1030,32 +1058,43 @@ void ProfileDbWriter::finish(const ProfileInputs& in) {
     JoinOnExit join_helper{s_->helper};
     if (in.timeline != s_->timeline) throw OutputError("the profile's timeline is not the one its tables were written from");
     validate_inputs(in);
-    if (!s_->part_db) {
+    if (s_->part_dbs.empty()) {
       if (s_->helper_error) std::rethrow_exception(s_->helper_error);
       Writer(*s_->db, in).write_attributed_tables();
     } else {
       // The attribution rows start at once, on their own connection, while the helper may still be writing
-      // the kernels; the ranges follow the kernels on this one.
-      Writer part_writer(*s_->part_db, in);
+      // the kernels; the ranges follow the kernels on this one, and then the parts are copied in, each as
+      // soon as it is written.
+      Writer part_writer(*s_->part_dbs.front(), in);
       part_writer.number_attribution_strings();
       Writer writer(*s_->db, part_writer);
+      const std::size_t rows = in.attribution->size(), parts = s_->part_dbs.size();
+      std::mutex mutex;
+      std::condition_variable part_done;
+      std::size_t parts_written = 0;
       std::exception_ptr part_error;
       std::thread part([&] {
         try {
-          part_writer.write_attribution();
-          s_->part_db->exec("COMMIT");
+          for (std::size_t i = 0; i < parts; ++i) {
+            sqlite::Database& db = *s_->part_dbs[i];
+            Writer(db, part_writer)
+                .write_attribution(std::min(rows, i * s_->rows_per_part), std::min(rows, (i + 1) * s_->rows_per_part));
+            db.exec("COMMIT");
+            db.close();
+            const std::lock_guard lock(mutex);
+            parts_written = i + 1;
+            part_done.notify_one();
+          }
         } catch (...) {
+          const std::lock_guard lock(mutex);
           part_error = std::current_exception();
+          part_done.notify_one();
         }
       });
-      {
-        JoinOnExit join_part{part};
-        if (s_->helper.joinable()) s_->helper.join();
-        if (s_->helper_error) std::rethrow_exception(s_->helper_error);
-        writer.write_meta_and_ranges();
-      }
-      if (part_error) std::rethrow_exception(part_error);
-      s_->part_db->close();
+      JoinOnExit join_part{part};
+      if (s_->helper.joinable()) s_->helper.join();
+      if (s_->helper_error) std::rethrow_exception(s_->helper_error);
+      writer.write_meta_and_ranges();
       // ATTACH cannot run inside a transaction; with journal_mode=OFF a commit costs only the pages it
       // writes, which the final commit would write anyway.
       s_->db->exec("COMMIT");
@@ -1063,12 +1102,24 @@ void ProfileDbWriter::finish(const ProfileInputs& in) {
       // call waits while it queues them): the flush before the rename then waits for a fraction of the file.
       std::thread writeback([file = s_->file.get()] { file->start_writeback(); });
       JoinOnExit join_writeback{writeback};
-      {
-        Statement attach(*s_->db, "ATTACH DATABASE ?1 AS attribution_part");
-        attach.bind_text(1, s_->part_file->temporary());
-        attach.run();
+      for (std::size_t i = 0; i < parts; ++i) {
+        {
+          std::unique_lock lock(mutex);
+          part_done.wait(lock, [&] { return parts_written > i || part_error; });
+          if (part_error) std::rethrow_exception(part_error);
+        }
+        {
+          Statement attach(*s_->db, "ATTACH DATABASE ?1 AS attribution_part");
+          attach.bind_text(1, s_->part_files[i]->temporary());
+          attach.run();
+        }
+        s_->db->exec(
+            "BEGIN; INSERT INTO attribution_rows SELECT * FROM attribution_part.attribution_rows; COMMIT; "
+            "DETACH DATABASE attribution_part;");
+        s_->part_dbs[i].reset();
+        s_->part_files[i].reset();  // removes the part's file
       }
-      s_->db->exec("BEGIN; INSERT INTO attribution_rows SELECT * FROM attribution_part.attribution_rows;");
+      s_->db->exec("BEGIN");
       writer.write_remaining_tables();
     }
     s_->db->exec("COMMIT");

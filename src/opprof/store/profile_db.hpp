@@ -1,6 +1,7 @@
 #pragma once
 // The profile database: SQLite, one versioned schema (docs/schema.md), written atomically. Every report
 // reads only this file.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -60,16 +61,22 @@ struct ProfileInputs {
 // is left as it was, and OutputError is thrown.
 void write_profile_db(const std::string& path, const ProfileInputs& in);
 
+// Of a background write (below): more attribution rows than this go in parts.
+inline constexpr std::size_t kAttributionRowsPerPart = std::size_t{1} << 20;
+
 // The same in two steps, so that the database write overlaps attribution: the constructor creates the
 // temporary file and writes the tables the timeline alone fills (kernels, kernel names, launches), on a
 // helper thread when background is set, reading the strings from a snapshot (attribution may intern
 // more meanwhile; it must not change the kernel and launch tables). finish() writes the rest and publishes
-// the file; with background set it writes the attribution rows on a second thread into a temporary
-// database of their own beside the profile's, while this thread writes the ranges, and then copies them
-// in. Without finish() the destructor removes the temporaries. Throws OutputError as above.
+// the file; with background set it writes the attribution rows on a second thread into temporary
+// databases of their own beside the profile's, while this thread writes the ranges, and then copies them
+// in: one database where there are up to rows_per_part rows, else up to four of consecutive kernels'
+// rows, each copied in as soon as it is written. Without finish() the destructor removes the
+// temporaries. Throws OutputError as above.
 class ProfileDbWriter {
  public:
-  ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background);
+  ProfileDbWriter(const std::string& path, const Timeline& timeline, bool background,
+                  std::size_t rows_per_part = kAttributionRowsPerPart);
   ~ProfileDbWriter();
   ProfileDbWriter(const ProfileDbWriter&) = delete;
   ProfileDbWriter& operator=(const ProfileDbWriter&) = delete;
